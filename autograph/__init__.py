@@ -1,0 +1,25 @@
+"""AutoGraph for JAX: write Python control flow on arrays, get `lax`.
+
+    >>> import autograph
+    >>> f = autograph.convert(lambda x: x if x > 0 else -x)
+
+Public API: :func:`convert`, :func:`to_code`, :func:`do_not_convert`,
+:func:`set_loop_options`, and the error classes in :mod:`autograph.errors`.
+"""
+
+from autograph.api import convert, do_not_convert, to_code
+from autograph.directives import set_loop_options
+from autograph.errors import (AutographError, BranchError, ConditionError, ConversionError,
+                              LoopStateError, UndefinedVariableError)
+from autograph import runtime as _runtime  # noqa: F401 - registers the call converter
+from autograph import api as _api
+
+_runtime.calls.set_converter(_api._convert_for_call)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "convert", "to_code", "do_not_convert", "set_loop_options", "AutographError",
+    "ConversionError", "ConditionError", "BranchError", "LoopStateError",
+    "UndefinedVariableError",
+]

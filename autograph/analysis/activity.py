@@ -1,0 +1,235 @@
+"""Activity analysis: the names each statement reads, rebinds and modifies.
+
+A name is *killed* by a statement that rebinds it (``x = ...``, ``for x in``,
+``def x``, ``import x``). It is *modified* when rebound or mutated in place
+(``x[i] = v``, ``x.a = v``, ``x.append(v)``): converted branches and loops
+must hand modified names back out. Nested functions, lambdas and
+comprehensions are scopes of their own: only their free names count as reads
+of the enclosing function, and only walrus targets escape them.
+
+Compound statements get ``Anno.BODY_SCOPE`` (and ``Anno.ORELSE_SCOPE`` for
+``if``) so converters can ask what a block modifies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gast
+
+from autograph import anno
+from autograph.anno import Anno
+
+# Methods that mutate the object they are called on; `x.append(v)` counts as
+# modifying `x`, so that an array-dependent branch gets its own copy of `x`.
+MUTATING_METHODS = frozenset({
+    "append", "extend", "insert", "pop", "remove", "clear", "update",
+    "setdefault", "popitem", "add", "discard", "sort", "reverse",
+})
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    reads: frozenset = frozenset()
+    kills: frozenset = frozenset()
+    modified: frozenset = frozenset()
+
+    def __or__(self, other: "Scope") -> "Scope":
+        return Scope(self.reads | other.reads, self.kills | other.kills,
+                     self.modified | other.modified)
+
+
+EMPTY = Scope()
+
+
+class _Collector(gast.NodeVisitor):
+    """Collects names of one expression or simple statement."""
+
+    def __init__(self):
+        self.reads, self.kills, self.modified = set(), set(), set()
+
+    def scope(self) -> Scope:
+        return Scope(frozenset(self.reads), frozenset(self.kills), frozenset(self.modified))
+
+    def _root(self, node):
+        while isinstance(node, (gast.Attribute, gast.Subscript, gast.Starred)):
+            node = node.value
+        return node.id if isinstance(node, gast.Name) else None
+
+    def visit_Name(self, node: gast.Name):
+        if isinstance(node.ctx, gast.Load):
+            self.reads.add(node.id)
+        else:  # Store, Del, Param
+            self.kills.add(node.id)
+            self.modified.add(node.id)
+
+    def _visit_store_target(self, node):
+        root = self._root(node)
+        if root is not None:
+            self.reads.add(root)
+            self.modified.add(root)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: gast.Subscript):
+        if not isinstance(node.ctx, gast.Load):
+            self._visit_store_target(node)
+            return
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: gast.Attribute):
+        if not isinstance(node.ctx, gast.Load):
+            self._visit_store_target(node)
+            return
+        self.generic_visit(node)
+
+    def visit_Call(self, node: gast.Call):
+        func = node.func
+        if isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS:
+            root = self._root(func.value)
+            if root is not None:
+                self.modified.add(root)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: gast.NamedExpr):
+        self.visit(node.value)
+        self.visit(node.target)
+
+    def visit_Lambda(self, node: gast.Lambda):
+        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(d)
+        inner = _Collector()
+        inner.visit(node.body)
+        params = _param_names(node.args)
+        self.reads |= inner.reads - params - inner.kills
+        walrus = _walrus_targets(node.body)
+        self.kills |= walrus
+        self.modified |= walrus
+
+    def _comprehension(self, node, parts):
+        inner = _Collector()
+        targets = set()
+        for gen in node.generators:
+            t = _Collector()
+            t.visit(gen.target)
+            targets |= t.kills
+            inner.visit(gen.iter)
+            for cond in gen.ifs:
+                inner.visit(cond)
+        for part in parts:
+            inner.visit(part)
+        walrus = _walrus_targets(node)
+        self.reads |= inner.reads - (targets - walrus)
+        self.kills |= walrus
+        self.modified |= walrus | (inner.modified - targets - inner.kills)
+
+    def visit_ListComp(self, node):
+        self._comprehension(node, [node.elt])
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node):
+        self._comprehension(node, [node.key, node.value])
+
+
+def _param_names(args: gast.arguments) -> set:
+    out = set()
+    for a in args.posonlyargs + args.args + args.kwonlyargs:
+        out.add(a.id)
+    for a in (args.vararg, args.kwarg):
+        if a is not None:
+            out.add(a.id)
+    return out
+
+
+def _walrus_targets(node) -> set:
+    return {n.target.id for n in gast.walk(node)
+            if isinstance(n, gast.NamedExpr) and isinstance(n.target, gast.Name)}
+
+
+def expression_scope(node) -> Scope:
+    if node is None:
+        return EMPTY
+    c = _Collector()
+    c.visit(node)
+    return c.scope()
+
+
+def function_free_reads(node: gast.FunctionDef) -> frozenset:
+    """Names a nested function reads from enclosing scopes."""
+    body = block_scope(node.body)
+    local = _param_names(node.args) | body.kills
+    return frozenset(body.reads - local)
+
+
+def statement_scope(node: gast.stmt) -> Scope:
+    """The scope of one statement, annotating compound statements' blocks."""
+    if isinstance(node, gast.If):
+        body, orelse = block_scope(node.body), block_scope(node.orelse)
+        anno.set(node, Anno.BODY_SCOPE, body)
+        anno.set(node, Anno.ORELSE_SCOPE, orelse)
+        return expression_scope(node.test) | body | orelse
+    if isinstance(node, gast.While):
+        body = block_scope(node.body)
+        anno.set(node, Anno.BODY_SCOPE, body)
+        extra = expression_scope(anno.get(node, Anno.EXTRA_TEST))
+        return expression_scope(node.test) | extra | body | block_scope(node.orelse)
+    if isinstance(node, gast.For):
+        body = block_scope(node.body)
+        anno.set(node, Anno.BODY_SCOPE, body)
+        extra = expression_scope(anno.get(node, Anno.EXTRA_TEST))
+        return (expression_scope(node.iter) | expression_scope(node.target) | extra
+                | body | block_scope(node.orelse))
+    if isinstance(node, (gast.With, gast.AsyncWith)):
+        items = EMPTY
+        for item in node.items:
+            items = items | expression_scope(item.context_expr) | expression_scope(item.optional_vars)
+        return items | block_scope(node.body)
+    if isinstance(node, gast.Try):
+        out = block_scope(node.body) | block_scope(node.orelse) | block_scope(node.finalbody)
+        for h in node.handlers:
+            out = out | expression_scope(h.type) | block_scope(h.body)
+            if h.name is not None:
+                out = out | expression_scope(h.name)
+        return out
+    if isinstance(node, gast.FunctionDef):
+        outer = EMPTY
+        for d in node.decorator_list + node.args.defaults + [
+                d for d in node.args.kw_defaults if d is not None]:
+            outer = outer | expression_scope(d)
+        name = frozenset({node.name})
+        return outer | Scope(function_free_reads(node), name, name)
+    if isinstance(node, gast.ClassDef):
+        inner = EMPTY
+        for child in node.bases + node.keywords + node.decorator_list:
+            inner = inner | expression_scope(child)
+        body = block_scope(node.body)
+        name = frozenset({node.name})
+        return inner | Scope(body.reads, name, name)
+    if isinstance(node, (gast.Import, gast.ImportFrom)):
+        names = frozenset((a.asname or a.name).split(".")[0] for a in node.names)
+        return Scope(frozenset(), names, names)
+    if isinstance(node, gast.Match):
+        out = expression_scope(node.subject)
+        for case in node.cases:
+            out = out | expression_scope(case.pattern) | expression_scope(case.guard)
+            out = out | block_scope(case.body)
+        return out
+    return expression_scope(node)
+
+
+def block_scope(stmts) -> Scope:
+    out = EMPTY
+    for s in stmts:
+        out = out | statement_scope(s)
+    return out
+
+
+def analyze_function(node: gast.FunctionDef) -> Scope:
+    scope = block_scope(node.body)
+    anno.set(node, Anno.BODY_SCOPE, scope)
+    return scope
+
+
+def function_locals(node: gast.FunctionDef) -> frozenset:
+    """Parameters and every name the function's own body rebinds."""
+    return frozenset(_param_names(node.args)) | block_scope(node.body).kills

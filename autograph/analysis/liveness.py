@@ -1,0 +1,97 @@
+"""Liveness: which names may still be read after each point.
+
+A backward pass over the structured statements of one function (the jump
+lowering passes run first, so the control-flow converters only meet `if`,
+`while` and `for` without `break`/`continue`, and `return` only at the end).
+Loops iterate to a fixed point. Results:
+
+* every statement: ``Anno.LIVE_OUT`` (live right after it) and ``Anno.LIVE_IN``;
+* `if`: ``Anno.BODY_LIVE_IN`` / ``Anno.ORELSE_LIVE_IN`` at the start of each branch;
+* loops: ``Anno.BODY_LIVE_IN``, live at the start of the body, which includes
+  what a later iteration reads.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import anno
+from autograph.analysis import activity
+from autograph.anno import Anno
+
+
+def _reads(node) -> frozenset:
+    return activity.expression_scope(node).reads
+
+
+def block(stmts, live_out: frozenset) -> frozenset:
+    live = live_out
+    for s in reversed(stmts):
+        live = statement(s, live)
+    return live
+
+
+def _loop(node, live_out: frozenset, entry_reads: frozenset, target_kills: frozenset):
+    """Fixed point of a loop head; returns (live at head, live at body start)."""
+    exit_live = block(node.orelse, live_out)
+    test_reads = _reads(anno.get(node, Anno.EXTRA_TEST))
+    if isinstance(node, gast.While):
+        test_reads |= _reads(node.test)
+    head = exit_live | test_reads
+    while True:
+        body_in = block(node.body, head)
+        new_head = exit_live | test_reads | entry_reads | (body_in - target_kills)
+        if new_head == head:
+            return head, body_in
+        head = new_head
+
+
+def statement(node, live_out: frozenset) -> frozenset:
+    anno.set(node, Anno.LIVE_OUT, live_out)
+    if isinstance(node, gast.If):
+        body_in = block(node.body, live_out)
+        orelse_in = block(node.orelse, live_out)
+        anno.set(node, Anno.BODY_LIVE_IN, body_in)
+        anno.set(node, Anno.ORELSE_LIVE_IN, orelse_in)
+        live_in = _reads(node.test) | body_in | orelse_in
+    elif isinstance(node, gast.While):
+        head, body_in = _loop(node, live_out, frozenset(), frozenset())
+        anno.set(node, Anno.BODY_LIVE_IN, body_in)
+        live_in = head
+    elif isinstance(node, gast.For):
+        target = activity.expression_scope(node.target)
+        head, body_in = _loop(node, live_out, target.reads, target.kills)
+        anno.set(node, Anno.BODY_LIVE_IN, body_in)
+        live_in = head | _reads(node.iter)
+    elif isinstance(node, (gast.With, gast.AsyncWith)):
+        live = block(node.body, live_out)
+        for item in reversed(node.items):
+            live = (live - activity.expression_scope(item.optional_vars).kills) | _reads(item.context_expr)
+            live |= _reads(item.optional_vars)
+        live_in = live
+    elif isinstance(node, gast.Try):
+        after = block(node.finalbody, live_out)
+        handlers = frozenset()
+        for h in node.handlers:
+            handlers |= block(h.body, after) | _reads(h.type)
+        orelse = block(node.orelse, after)
+        # an exception may leave the body anywhere: what handlers read is live throughout
+        live_in = block(node.body, orelse | handlers) | handlers
+    elif isinstance(node, gast.Return):
+        live_in = _reads(node.value)
+    elif isinstance(node, gast.Raise):
+        live_in = _reads(node.exc) | _reads(node.cause)
+    elif isinstance(node, gast.Match):
+        live = _reads(node.subject)
+        for case in node.cases:
+            live |= block(case.body, live_out) | _reads(case.guard) | _reads(case.pattern)
+        live_in = live | live_out
+    else:
+        scope = activity.statement_scope(node)
+        live_in = (live_out - scope.kills) | scope.reads
+    anno.set(node, Anno.LIVE_IN, live_in)
+    return live_in
+
+
+def analyze_function(node: gast.FunctionDef) -> None:
+    block(node.body, frozenset())

@@ -1,0 +1,68 @@
+"""Analysis results attached to AST nodes.
+
+One small API: :func:`get`, :func:`set`, :func:`has`, :func:`copy`. Keys are
+members of :class:`Anno`, whose values document what the annotation holds; any
+other key is rejected, so a misspelt key fails loudly instead of reading as
+"absent".
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+_FIELD = "_autograph_anno"
+
+
+class Anno(enum.Enum):
+    SCOPE = "activity.Scope of a statement: names it reads and names it writes."
+    BODY_SCOPE = "activity.Scope of a compound statement's body (loops, function defs)."
+    ORELSE_SCOPE = "activity.Scope of an `if`'s else branch."
+    LIVE_OUT = "frozenset of names live right after the statement."
+    LIVE_IN = "frozenset of names live right before the statement."
+    BODY_LIVE_IN = "frozenset of names live at the start of the body (loops, `if`)."
+    ORELSE_LIVE_IN = "frozenset of names live at the start of an `if`'s else branch."
+    DEFINED_IN = "frozenset of local names that may be bound when the statement starts."
+    EXTRA_TEST = "Expression a converted loop must also satisfy to run another iteration."
+    ORIGIN = "(line, col) of the user's source this node was generated for."
+    FLAG_SET = "Marks an assignment of a jump flag that a pass may drop when unused."
+    LOOP_OPTIONS = "dict of keyword expressions from `autograph.set_loop_options`."
+
+
+def _table(node: Any, create: bool) -> dict | None:
+    table = getattr(node, _FIELD, None)
+    if table is None and create:
+        table = {}
+        setattr(node, _FIELD, table)
+    return table
+
+
+def _check(key: Anno) -> None:
+    if not isinstance(key, Anno):
+        raise TypeError(f"annotation keys must be `Anno` members, got {key!r}")
+
+
+def get(node: Any, key: Anno, default: Any = None) -> Any:
+    """Returns the annotation ``key`` of ``node``, or ``default``."""
+    _check(key)
+    table = _table(node, create=False)
+    return default if table is None else table.get(key, default)
+
+
+def set(node: Any, key: Anno, value: Any) -> None:  # noqa: A001 - the API's verb
+    """Attaches ``value`` to ``node`` under ``key``."""
+    _check(key)
+    _table(node, create=True)[key] = value
+
+
+def has(node: Any, key: Anno) -> bool:
+    """Whether ``node`` carries the annotation ``key``."""
+    _check(key)
+    table = _table(node, create=False)
+    return table is not None and key in table
+
+
+def copy(src: Any, dst: Any, key: Anno) -> None:
+    """Copies the annotation ``key`` from ``src`` to ``dst`` when ``src`` has it."""
+    if has(src, key):
+        set(dst, key, get(src, key))

@@ -1,0 +1,185 @@
+"""The public conversion API: ``convert``, ``to_code`` and ``do_not_convert``."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import types
+import warnings
+import weakref
+from typing import Any, Callable
+
+import jax
+
+from autograph import errors, loader, parsing, pipeline
+
+# code object -> {recursive: Compiled}; weak, so dropped functions free their entries.
+_CODE_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOCK = threading.RLock()
+
+
+def _runtime():
+    from autograph import runtime
+    return runtime
+
+
+def _unwrap(fn):
+    """The plain function behind ``fn`` (and how to re-wrap the converted one)."""
+    if isinstance(fn, (staticmethod, classmethod)):
+        fn = fn.__func__
+    if isinstance(fn, types.MethodType):
+        return fn.__func__, lambda f: types.MethodType(f, fn.__self__)
+    if isinstance(fn, functools.partial):
+        inner, rewrap = _unwrap(fn.func)
+        return inner, lambda f: functools.partial(rewrap(f), *fn.args, **fn.keywords)
+    if isinstance(fn, types.FunctionType):
+        return fn, lambda f: f
+    call = getattr(type(fn), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        return call, lambda f: types.MethodType(f, fn)
+    raise TypeError(f"autograph can convert Python functions, methods, partials and "
+                    f"callable objects; got {type(fn).__name__} {fn!r}")
+
+
+def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
+    code = fn.__code__
+    with _LOCK:
+        entry = _CODE_CACHE.get(code)
+        if entry is not None and recursive in entry:
+            return entry[recursive]
+    if errors.is_generated(code.co_filename):
+        raise TypeError(f"{fn.__qualname__} is already converted")
+    parsed = parsing.parse_function(fn)
+    super_args = None
+    if "__class__" in code.co_freevars and code.co_argcount:
+        super_args = ("__class__", code.co_varnames[0])
+    node = pipeline.convert_tree(parsed.node, parsed.filename, recursive=recursive,
+                                 super_args=super_args)
+    source, line_map = loader.unparse(node)
+    compiled = loader.compile_function(
+        source, line_map, name=fn.__qualname__, user_file=parsed.filename,
+        user_line=code.co_firstlineno, freevars=code.co_freevars)
+    with _LOCK:
+        _CODE_CACHE.setdefault(code, {})[recursive] = compiled
+    return compiled
+
+
+def _converted_function(fn: types.FunctionType, recursive: bool) -> types.FunctionType:
+    if getattr(fn, "__autograph_generated__", False):
+        return fn
+    new = loader.instantiate(_compile(fn, recursive), fn, _runtime())
+    if fn.__name__ == "<lambda>":
+        new.__name__ = "<lambda>"
+    return new
+
+
+def _check_outputs(result, fn):
+    from autograph.runtime.values import Undefined
+    for leaf in jax.tree_util.tree_leaves(result, is_leaf=lambda x: isinstance(x, Undefined)):
+        if isinstance(leaf, Undefined):
+            leaf._fail()
+    return result
+
+
+def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
+    """Converts the Python control flow of ``fn`` into JAX-compatible code.
+
+    The result has the same signature as ``fn``. It does not compile anything
+    itself: called with Python or NumPy values it computes exactly what ``fn``
+    computes; under ``jax.jit``, ``jax.grad`` or ``jax.vmap`` every ``if``,
+    ``while`` and ``for`` whose condition is traced is staged with ``lax``.
+
+    Args:
+      fn: a function, method, ``functools.partial`` or callable object. When
+        omitted, ``convert`` returns a decorator.
+      recursive: also convert the user functions ``fn`` calls (at the time they
+        are called). JAX, NumPy and the standard library are never converted.
+
+    Returns:
+      The converted callable.
+
+    Raises:
+      ConversionError: ``fn`` uses syntax that cannot be converted faithfully,
+        or its source is not available.
+
+    Examples:
+      >>> import jax, jax.numpy as jnp
+      >>> import autograph
+      >>> @autograph.convert
+      ... def relu_or_square(x):
+      ...     if x > 0:
+      ...         y = x * x
+      ...     else:
+      ...         y = 0.0
+      ...     return y
+      >>> jax.jit(relu_or_square)(3.0)
+      Array(9., dtype=float32, weak_type=True)
+      >>> relu_or_square(-2.0)
+      0.0
+    """
+    if fn is None:
+        return functools.partial(convert, recursive=recursive)
+    plain, rewrap = _unwrap(fn)
+    converted = _converted_function(plain, recursive)
+
+    @functools.wraps(plain)
+    def wrapper(*args, **kwargs):
+        try:
+            result = converted(*args, **kwargs)
+        except Exception as e:
+            errors.annotate_traceback(e)
+            raise
+        return _check_outputs(result, plain)
+
+    wrapper.__autograph_converted__ = converted
+    return rewrap(wrapper)
+
+
+def to_code(fn: Callable, *, recursive: bool = True) -> str:
+    """Returns the converted source of ``fn``: readable, runnable Python.
+
+    Generated code refers to the runtime as ``ag__``. The same function always
+    converts to the same text.
+
+    Examples:
+      >>> import autograph
+      >>> def sign(x):
+      ...     if x > 0:
+      ...         s = 1.0
+      ...     else:
+      ...         s = -1.0
+      ...     return s
+      >>> print(autograph.to_code(sign))
+      def sign(x):
+          def if_true():
+              s = 1.0
+              return (s,)
+          def if_false():
+              s = -1.0
+              return (s,)
+          (s,) = ag__.if_stmt(x > 0, if_true, if_false, (), names=('s',))
+          return s
+      <BLANKLINE>
+    """
+    plain, _ = _unwrap(getattr(fn, "__wrapped__", fn))
+    return _compile(plain, recursive).source
+
+
+def do_not_convert(fn: Callable) -> Callable:
+    """Marks ``fn`` so that converted code calls it as it is."""
+    try:
+        fn.__autograph_do_not_convert__ = True
+    except AttributeError:
+        pass
+    return fn
+
+
+def _convert_for_call(fn: types.FunctionType) -> Callable:
+    """The converter ``converted_call`` uses; warns and falls back on failure."""
+    try:
+        return _converted_function(fn, True)
+    except (errors.ConversionError, TypeError, OSError, SyntaxError) as e:
+        reason = str(e).splitlines()[0]
+        warnings.warn(f"autograph: calling `{fn.__qualname__}` unconverted: {reason}",
+                      stacklevel=3)
+        return fn

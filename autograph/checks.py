@@ -1,0 +1,97 @@
+"""Rejects syntax that cannot be converted faithfully, before any pass runs.
+
+Each rejection is a ``ConversionError`` naming the construct, the user's
+``file:line`` and a way out. Everything not rejected here is either
+converted or keeps its plain Python meaning.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import errors
+
+_CONTROL_FLOW = (gast.If, gast.For, gast.While, gast.Return, gast.Break, gast.Continue)
+
+
+class _Checker(gast.NodeVisitor):
+    def __init__(self, filename: str):
+        self.filename = filename
+
+    def _reject(self, node, rule: str, fix: str, observed: str | None = None):
+        raise errors.ConversionError(
+            rule, observed=observed, fix=fix,
+            location=errors.Location(self.filename, getattr(node, "lineno", 0)))
+
+    def visit_ClassDef(self, node):
+        pass  # methods of local classes are converted when they are called
+
+    def visit_Yield(self, node):
+        self._reject(node, "`yield` is not supported in converted functions",
+                     "write the generator as a loop that fills a list, or mark it with "
+                     "`@autograph.do_not_convert`")
+
+    visit_YieldFrom = visit_Yield
+
+    def visit_AsyncFunctionDef(self, node):
+        self._reject(node, "`async def` is not supported in converted functions",
+                     "convert a synchronous function")
+
+    def visit_Await(self, node):
+        self._reject(node, "`await` is not supported in converted functions",
+                     "convert a synchronous function")
+
+    visit_AsyncFor = visit_AsyncWith = visit_Await
+
+    def visit_Global(self, node):
+        kind = "global" if isinstance(node, gast.Global) else "nonlocal"
+        self._reject(
+            node, f"`{kind}` is not supported in converted functions",
+            "return the new value and assign it in the caller; converted branches and "
+            "loops run as separate functions, so rebinding an outer name would be lost",
+            observed=f"`{kind} {', '.join(node.names)}`")
+
+    visit_Nonlocal = visit_Global
+
+    def visit_Try(self, node):
+        for block in [node.body, node.orelse, node.finalbody] + [h.body for h in node.handlers]:
+            for stmt in block:
+                for child in gast.walk(stmt):
+                    if isinstance(child, _CONTROL_FLOW) and not _in_nested_def(stmt, child):
+                        kind = type(child).__name__.lower()
+                        self._reject(
+                            child, f"`{kind}` inside `try` is not supported in converted functions",
+                            "move the `try` into a helper marked `@autograph.do_not_convert`, "
+                            "or the control flow out of the `try`: errors inside staged "
+                            "(`lax`) code are not raised at run time, so `except` would "
+                            "never see them",
+                            observed=f"`try` at line {node.lineno}")
+        self.generic_visit(node)
+
+    def visit_Match(self, node):
+        self._reject(node, "`match` is not supported in converted functions",
+                     "rewrite the `match` as `if`/`elif`")
+
+    def visit_Delete(self, node):
+        for target in node.targets:
+            if isinstance(target, gast.Name):
+                self._reject(node, "`del` of a variable is not supported in converted functions",
+                             f"assign `{target.id} = None` instead", observed=f"`del {target.id}`")
+        self.generic_visit(node)
+
+
+def _in_nested_def(root, node) -> bool:
+    for child in gast.walk(root):
+        if isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)) and child is not node:
+            if any(n is node for n in gast.walk(child)):
+                return True
+    return False
+
+
+def check(node: gast.FunctionDef, filename: str) -> None:
+    """Raises ``ConversionError`` for the first unsupported construct in ``node``."""
+    checker = _Checker(filename)
+    if isinstance(node, gast.AsyncFunctionDef):
+        checker.visit_AsyncFunctionDef(node)
+    for stmt in node.body:
+        checker.visit(stmt)

@@ -1,0 +1,25 @@
+"""State shared by the passes of one conversion."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from autograph.naming import Namer
+
+
+@dataclasses.dataclass
+class Context:
+    """What a pass may know about the conversion it is part of.
+
+    Attributes:
+      namer: hands out fresh, deterministic names.
+      filename: the user's file, for error locations.
+      recursive: whether calls to user functions are converted too.
+      super_args: the explicit arguments for a zero-argument ``super()``.
+    """
+
+    namer: Namer
+    filename: str = "<unknown>"
+    recursive: bool = True
+    # For methods that use zero-argument `super()`: `("__class__", "self")`.
+    super_args: tuple[str, str] | None = None

@@ -1,0 +1,183 @@
+"""Every error a user of autograph can see, and the one format they share.
+
+Each message is built from five fields: the rule that was broken, what was
+observed, which variable, where (the user's ``file:line``, never generated
+code), and how to fix it. They always render the same way::
+
+    model.py:17: a variable used after an array-dependent `if` must be set on every branch
+        17 |     if x > 1:
+      observed: `y` is assigned when `x > 1` is true, but not when it is false
+      variable: y
+      fix: initialize `y` before the `if`, or assign it in the `else` branch too
+
+This module also keeps the source maps of converted code (generated line ->
+user line), so that errors raised by the runtime while tracing can name the
+user's line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+import sys
+from typing import Mapping
+
+__all__ = [
+    "AutographError", "ConversionError", "ConditionError", "BranchError",
+    "LoopStateError", "UndefinedVariableError", "Location",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Location:
+    """A place in the user's source: file, 1-based line, and the line's text."""
+
+    filename: str
+    lineno: int
+
+    @property
+    def short(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+    @property
+    def text(self) -> str:
+        return linecache.getline(self.filename, self.lineno).rstrip()
+
+
+class AutographError(Exception):
+    """Base of all autograph errors; renders the five fields in one format."""
+
+    def __init__(self, rule: str, *, observed: str | None = None,
+                 variable: str | None = None, location: Location | None = None,
+                 fix: str | None = None):
+        self.rule = rule
+        self.observed = observed
+        self.variable = variable
+        self.location = location if location is not None else current_location()
+        self.fix = fix
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = self.rule
+        lines = []
+        if self.location is not None:
+            head = f"{self.location.short}: {self.rule}"
+            text = self.location.text
+            if text:
+                lines.append(f"    {self.location.lineno} | {text}")
+        if self.observed:
+            lines.append(f"  observed: {self.observed}")
+        if self.variable:
+            lines.append(f"  variable: {self.variable}")
+        if self.fix:
+            lines.append(f"  fix: {self.fix}")
+        return "\n".join([head] + lines)
+
+
+class ConversionError(AutographError, ValueError):
+    """A construct in the function cannot be converted faithfully.
+
+    Raised at conversion time, before anything runs. Example: a generator.
+
+    >>> import autograph
+    >>> def gen(x):
+    ...     yield x
+    >>> autograph.to_code(gen)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    autograph.errors.ConversionError: ...: `yield` is not supported in converted functions
+    ...
+    """
+
+
+class ConditionError(AutographError, TypeError):
+    """The condition of an `if`, `while` or conditional expression is unusable.
+
+    Example: an array with more than one element; reduce it with ``.any()`` or
+    ``.all()`` first.
+    """
+
+
+class BranchError(AutographError, ValueError):
+    """The two branches of an array-dependent `if` leave a variable incompatible.
+
+    Examples: a variable set on one branch only and used afterwards; different
+    shapes; different Python values (strings, ``None``) on the two branches.
+    """
+
+
+class LoopStateError(AutographError, ValueError):
+    """A variable carried by a staged loop changes its type, shape or structure,
+    or is not defined before a loop whose trip count is only known at run time.
+    """
+
+
+class UndefinedVariableError(AutographError, UnboundLocalError):
+    """A variable was read on a path where it was never assigned.
+
+    Python raises ``UnboundLocalError`` there; converted code raises this
+    subclass with the place the variable should have been set.
+    """
+
+
+# Source maps of converted code: generated filename -> (line map, default).
+_SOURCE_MAPS: dict[str, tuple[Mapping[int, Location], Location]] = {}
+
+
+def register_source_map(filename: str, lines: Mapping[int, Location],
+                        default: Location) -> None:
+    """Records where the lines of a generated file come from."""
+    _SOURCE_MAPS[filename] = (lines, default)
+
+
+def user_location(filename: str, lineno: int) -> Location | None:
+    """Maps a line of generated code to the user's line, if the file is ours."""
+    entry = _SOURCE_MAPS.get(filename)
+    if entry is None:
+        return None
+    lines, default = entry
+    best = None
+    for gen_line in range(lineno, 0, -1):  # the nearest statement at or above
+        best = lines.get(gen_line)
+        if best is not None:
+            break
+    return best or default
+
+
+def current_location() -> Location | None:
+    """The user's line of the innermost converted-code frame on the stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        loc = user_location(frame.f_code.co_filename, frame.f_lineno)
+        if loc is not None:
+            return loc
+        frame = frame.f_back
+    return None
+
+
+def is_generated(filename: str) -> bool:
+    return filename in _SOURCE_MAPS
+
+
+def annotate_traceback(exc: BaseException) -> None:
+    """Adds the user's lines to an exception raised inside converted code.
+
+    Tracebacks through converted code show generated lines; this note names
+    the user's ``file:line`` for each converted frame, innermost last.
+    """
+    if getattr(exc, "_autograph_noted", False) or isinstance(exc, AutographError):
+        return
+    seen = []
+    tb = exc.__traceback__
+    while tb is not None:
+        loc = user_location(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        if loc is not None and (not seen or seen[-1] != loc):
+            seen.append(loc)
+        tb = tb.tb_next
+    if seen:
+        notes = [f"  {loc.short}: {loc.text.strip()}" for loc in seen]
+        try:
+            exc.add_note("in converted code, from the user's source:\n" + "\n".join(notes))
+            exc._autograph_noted = True
+        except (AttributeError, TypeError):
+            pass

@@ -1,0 +1,118 @@
+"""Turns a converted tree into source text and a live function.
+
+The source is registered in ``linecache`` under a stable name,
+``<autograph f@model.py:12>``, so tracebacks and pdb show real lines, and its
+source map (generated line -> user line) goes to ``autograph.errors``.
+
+The converted function is created with the original's globals dict (later
+rebinding of a global is seen) and with the original's closure cells (later
+rebinding of a closed-over variable is seen too). ``ag__``, the runtime, is
+one more closure cell, so nothing is added to the user's module.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import types
+
+import gast
+
+from autograph import errors
+
+
+class _MappingUnparser(ast._Unparser):
+    """``ast.unparse`` that also records the user line of each output line."""
+
+    def __init__(self):
+        super().__init__()
+        self.line_map: dict[int, int] = {}
+        self._line = 1
+        self._origin = None
+
+    def write(self, *text):
+        for t in text:
+            self._line += t.count("\n")
+        super().write(*text)
+
+    def maybe_newline(self):
+        pass  # no blank line before each nested `def`: generated code stays compact
+
+    def fill(self, text=""):
+        if self._source:
+            self.write("\n")
+        self.write("    " * self._indent + text)
+        if self._origin is not None:
+            self.line_map.setdefault(self._line, self._origin)
+
+    def traverse(self, node):
+        if isinstance(node, ast.stmt):
+            previous = self._origin
+            self._origin = getattr(node, "lineno", None) or previous
+            super().traverse(node)
+            self._origin = previous
+        else:
+            super().traverse(node)
+
+
+def unparse(node: gast.AST) -> tuple[str, dict[int, int]]:
+    """Source text of a gast tree, and a map from its lines to user lines."""
+    tree = gast.gast_to_ast(node)
+    ast.fix_missing_locations(tree)
+    unparser = _MappingUnparser()
+    source = unparser.visit(tree)
+    return source + "\n", unparser.line_map
+
+
+class Compiled:
+    """The code of one converted function, reusable for any closure."""
+
+    def __init__(self, source: str, code: types.CodeType, filename: str):
+        self.source = source
+        self.code = code
+        self.filename = filename
+
+
+def compile_function(source: str, line_map: dict[int, int], *, name: str,
+                     user_file: str, user_line: int, freevars: tuple[str, ...]) -> Compiled:
+    filename = f"<autograph {name}@{os.path.basename(user_file)}:{user_line}>"
+    tree = ast.parse(source, filename=filename)
+    factory = ast.FunctionDef(
+        name="__autograph_factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in ("ag__",) + freevars],
+                           vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=tree.body + [ast.Return(value=ast.Name(id=tree.body[0].name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(ast.copy_location(factory, tree.body[0]))
+    module_code = compile(module, filename, "exec")
+    factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
+    code = next(c for c in factory_code.co_consts
+                if isinstance(c, types.CodeType) and c.co_name == tree.body[0].name)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    default = errors.Location(user_file, user_line)
+    errors.register_source_map(
+        filename, {g: errors.Location(user_file, u) for g, u in line_map.items()}, default)
+    return Compiled(source, code, filename)
+
+
+def _cell(value):
+    return types.CellType(value)
+
+
+def instantiate(compiled: Compiled, fn: types.FunctionType, runtime) -> types.FunctionType:
+    """A function running ``compiled`` with ``fn``'s globals, defaults and closure."""
+    original = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    cells = []
+    for name in compiled.code.co_freevars:
+        cells.append(_cell(runtime) if name == "ag__" else original[name])
+    new = types.FunctionType(compiled.code, fn.__globals__, fn.__name__,
+                             fn.__defaults__, tuple(cells))
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    new.__module__ = fn.__module__
+    new.__doc__ = fn.__doc__
+    new.__annotations__ = dict(getattr(fn, "__annotations__", {}) or {})
+    new.__autograph_generated__ = True
+    return new

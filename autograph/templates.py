@@ -1,0 +1,183 @@
+"""Generated code written as Python source with named, checked placeholders.
+
+A placeholder is an UPPER_CASE identifier. ``Template`` parses its source once,
+at import; ``substitute`` fills every placeholder and checks the fill::
+
+    _IF = Template('''
+        STATE = ag__.if_stmt(TEST, TRUE_FN, FALSE_FN, INIT, names=NAMES)
+    ''')
+    stmts = _IF.substitute(STATE=("y",), TEST=node.test, TRUE_FN="if_true", ...)
+
+What a placeholder may receive depends on where it stands:
+
+* an identifier position (``def NAME(...)``, a name being read or assigned):
+  a ``str``; a tuple of ``str`` expands to a tuple of names, and inside a
+  parameter list to several parameters;
+* an expression position: a gast expression (see :func:`literal` for
+  constants);
+* a statement position (the placeholder alone on a line): a list of gast
+  statements, spliced in place.
+
+Filling a placeholder with the wrong kind, leaving one unfilled or passing a
+keyword the template does not use raises ``TypeError``. Inserted nodes are
+never rescanned, so user code that happens to contain an UPPER_CASE name is
+safe. Nodes that come from the template take the location of ``origin``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import textwrap
+from typing import Any, Sequence
+
+import gast
+
+_PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_LOC_FIELDS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def literal(value: Any) -> gast.expr:
+    """A gast expression for a Python literal (str, number, bool, None, tuple)."""
+    if isinstance(value, tuple):
+        return gast.Tuple(elts=[literal(v) for v in value], ctx=gast.Load())
+    if isinstance(value, list):
+        return gast.List(elts=[literal(v) for v in value], ctx=gast.Load())
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return gast.Constant(value=value, kind=None)
+    raise TypeError(f"not a literal: {value!r}")
+
+
+def name(identifier: str, ctx: gast.AST | None = None) -> gast.Name:
+    return gast.Name(id=identifier, ctx=ctx or gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+def set_location(node: gast.AST, origin: gast.AST | None) -> None:
+    """Gives ``node`` and its descendants without a location that of ``origin``."""
+    if origin is None or getattr(origin, "lineno", None) is None:
+        return
+    for child in gast.walk(node):
+        if getattr(child, "lineno", None) is None and "lineno" in getattr(child, "_attributes", ()):
+            for field in _LOC_FIELDS:
+                setattr(child, field, getattr(origin, field, None))
+
+
+class Template:
+    """Python source with UPPER_CASE placeholders; see the module docstring."""
+
+    def __init__(self, source: str):
+        self.source = textwrap.dedent(source).strip("\n")
+        self._tree = gast.parse(self.source).body
+        for node in self._tree:
+            for child in gast.walk(node):
+                for field in _LOC_FIELDS:  # so that set_location() applies
+                    if hasattr(child, field):
+                        delattr(child, field)
+        self.placeholders = frozenset(self._find_placeholders())
+
+    def _find_placeholders(self):
+        for stmt in self._tree:
+            for node in gast.walk(stmt):
+                if isinstance(node, gast.Name) and _PLACEHOLDER.match(node.id):
+                    yield node.id
+                elif isinstance(node, gast.FunctionDef) and _PLACEHOLDER.match(node.name):
+                    yield node.name
+
+    def substitute(self, origin: gast.AST | None = None, **values: Any) -> list[gast.stmt]:
+        """Returns fresh statements with every placeholder filled from ``values``."""
+        missing = self.placeholders - values.keys()
+        unused = values.keys() - self.placeholders
+        if missing or unused:
+            raise TypeError(f"template placeholders unfilled: {sorted(missing)}, "
+                            f"keywords unused: {sorted(unused)}\n{self.source}")
+        stmts = copy.deepcopy(self._tree)
+        filler = _Filler(values)
+        out: list[gast.stmt] = []
+        for stmt in stmts:
+            set_location(stmt, origin)
+            out.extend(filler.statement(stmt))
+        return out
+
+    def substitute_expr(self, origin: gast.AST | None = None, **values: Any) -> gast.expr:
+        """Like ``substitute`` for a template that is one expression."""
+        (stmt,) = self.substitute(origin, **values)
+        if not isinstance(stmt, gast.Expr):
+            raise TypeError(f"template is not an expression:\n{self.source}")
+        return stmt.value
+
+
+class _Filler(gast.NodeTransformer):
+    def __init__(self, values: dict[str, Any]):
+        self.values = values
+
+    def statement(self, stmt: gast.stmt) -> list[gast.stmt]:
+        if (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Name)
+                and stmt.value.id in self.values):
+            value = self.values[stmt.value.id]
+            if isinstance(value, gast.expr):
+                return [gast.Expr(value=value)]
+            if isinstance(value, gast.stmt):
+                return [value]
+            if isinstance(value, Sequence) and all(isinstance(v, gast.stmt) for v in value):
+                return list(value) or [gast.Pass()]
+            raise TypeError(f"placeholder {stmt.value.id} stands for statements; "
+                            f"got {value!r}")
+        return [self.visit(stmt)]
+
+    def _body(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
+        out = []
+        for s in stmts:
+            out.extend(self.statement(s))
+        return out
+
+    def generic_visit(self, node):
+        # Written out (not NodeTransformer's) so that spliced user statements
+        # and inserted expressions are never visited again.
+        for field, old in gast.iter_fields(node):
+            if isinstance(old, list):
+                if old and isinstance(old[0], gast.stmt):
+                    setattr(node, field, self._body(old))
+                else:
+                    items = [self.visit(i) if isinstance(i, gast.AST) else i for i in old]
+                    setattr(node, field, [i for i in items if i is not None])
+            elif isinstance(old, gast.AST):
+                setattr(node, field, self.visit(old))
+        return node
+
+    def visit_FunctionDef(self, node: gast.FunctionDef):
+        if node.name in self.values:
+            value = self.values[node.name]
+            if not isinstance(value, str):
+                raise TypeError(f"placeholder {node.name} names a function; got {value!r}")
+            node.name = value
+        return self.generic_visit(node)
+
+    def visit_arguments(self, node: gast.arguments):
+        args = []
+        for arg in node.args:
+            if isinstance(arg, gast.Name) and arg.id in self.values:
+                value = self.values[arg.id]
+                names = (value,) if isinstance(value, str) else tuple(value)
+                if not all(isinstance(n, str) for n in names):
+                    raise TypeError(f"placeholder {arg.id} stands for parameters; got {value!r}")
+                args.extend(name(n, gast.Param()) for n in names)
+            else:
+                args.append(arg)
+        node.args = args
+        return node
+
+    def visit_Name(self, node: gast.Name):
+        if node.id not in self.values:
+            return node
+        value = self.values[node.id]
+        if isinstance(value, str):
+            return gast.copy_location(name(value, node.ctx), node)
+        if isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
+            elts = [gast.copy_location(name(v, type(node.ctx)()), node) for v in value]
+            return gast.copy_location(gast.Tuple(elts=elts, ctx=node.ctx), node)
+        if isinstance(value, gast.expr):
+            if not isinstance(node.ctx, gast.Load):
+                raise TypeError(f"placeholder {node.id} is assigned to; it needs a name")
+            return value
+        raise TypeError(f"placeholder {node.id} stands for an expression; got {value!r}")

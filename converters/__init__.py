@@ -1,0 +1,1 @@
+"""The conversion passes, one module per construct; `autograph.pipeline` orders them."""

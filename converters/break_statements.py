@@ -1,0 +1,88 @@
+"""Lowers `break` into a flag that the loop also tests, and loop `else:` clauses.
+
+    while x > 1:                ->   did_break = False
+        if x % 7 == 0:               while not did_break and x > 1:
+            break                        if x % 7 == 0:
+        x = x // 2                           did_break = True
+    else:                                else:
+        x = 0                                x = x // 2
+                                     if not did_break:
+                                         x = 0
+
+A `for` loop cannot grow its test in Python syntax, so the flag test is
+attached to it as ``Anno.EXTRA_TEST`` for the `for` converter. A loop's
+`else:` runs after the loop under ``if not did_break:`` (unconditionally when
+the loop has no `break`).
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import anno, jumps, templates
+from autograph.anno import Anno
+from autograph.context import Context
+
+REQUIRES = ()
+
+
+class _Break(jumps.Jump):
+    def is_jump(self, node):
+        return isinstance(node, gast.Break)
+
+
+def not_flag(flag: str) -> gast.expr:
+    return gast.UnaryOp(op=gast.Not(), operand=templates.name(flag))
+
+
+def add_loop_test(node, test: gast.expr) -> None:
+    """Makes a loop also require ``test`` before each iteration."""
+    if isinstance(node, gast.While):
+        node.test = gast.BoolOp(op=gast.And(), values=[test, node.test])
+        templates.set_location(node.test, node)
+        return
+    extra = anno.get(node, Anno.EXTRA_TEST)
+    if extra is not None:
+        test = gast.BoolOp(op=gast.And(), values=[test, extra])
+    templates.set_location(test, node)
+    anno.set(node, Anno.EXTRA_TEST, test)
+
+
+class _Transformer(gast.NodeTransformer):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def _block(self, stmts):
+        out = []
+        for node in stmts:
+            result = self.visit(node)
+            out.extend(result if isinstance(result, list) else [result])
+        return out
+
+    def generic_visit(self, node):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
+                setattr(node, field, self._block(block))
+        for h in getattr(node, "handlers", []) or []:
+            h.body = self._block(h.body)
+        return node
+
+    def _loop(self, node):
+        self.generic_visit(node)
+        orelse, node.orelse = node.orelse, []
+        if not jumps.contains(node.body, lambda n: isinstance(n, gast.Break), False):
+            return [node] + orelse
+        jump = _Break(self.ctx.namer.new("did_break"))
+        node.body, _, _ = jumps.lower(node.body, jump)
+        add_loop_test(node, not_flag(jump.flag))
+        out = [jumps.flag_set(jump.flag, False, node), node]
+        if orelse:
+            out.append(jump.guard(orelse, orelse[0]))
+        return out
+
+    visit_While = visit_For = _loop
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    return _Transformer(ctx).visit(node)

@@ -1,0 +1,102 @@
+"""Routes calls of user functions through ``ag__.converted_call``.
+
+    y = helper(x, k=2)       ->   y = ag__.converted_call(helper, x, k=2)
+    z = jnp.sin(x)           ->   z = jnp.sin(x)
+
+Whether a callee is user code is decided at run time, by the runtime's table
+of modules never converted; this pass only leaves out calls that are
+certainly not user code, so generated code stays close to the source: Python
+built-ins (unless the function rebinds the name), functions reached through
+well-known library modules (``jnp.``, ``lax.``, ``np.``, ...), and common
+methods of arrays, lists, dicts and strings. ``super()`` gets its explicit
+form, since converted code is not compiled inside the class.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import gast
+
+from autograph import templates
+from autograph.analysis import activity
+from autograph.context import Context
+
+REQUIRES = ()
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+LIBRARY_ROOTS = frozenset({
+    "jnp", "jax", "lax", "np", "numpy", "math", "cmath", "random", "functools",
+    "itertools", "operator", "optax", "jr", "jsp", "scipy", "os", "sys", "time",
+    "logging", "warnings", "collections", "typing", "dataclasses", "re", "string",
+    "jtu", "tree_util", "ag__", "autograph", "pytest", "copy", "json",
+})
+LIBRARY_METHODS = frozenset({
+    # arrays
+    "sum", "mean", "max", "min", "any", "all", "astype", "reshape", "transpose",
+    "squeeze", "ravel", "flatten", "item", "tolist", "dot", "clip", "round",
+    "argmax", "argmin", "cumsum", "cumprod", "prod", "std", "var", "conj", "copy",
+    "set", "add", "multiply", "divide", "power", "min", "get", "swapaxes",
+    "block_until_ready", "view", "nonzero", "sort", "argsort", "repeat", "take",
+    # lists, dicts, sets, strings
+    "append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
+    "items", "keys", "values", "index", "count", "format", "join", "split",
+    "strip", "replace", "startswith", "endswith", "lower", "upper", "discard",
+    "popitem", "reverse",
+    # autograph's own directives
+    "set_loop_options",
+})
+
+_CALL = templates.Template("ag__.converted_call(FUNC)")
+
+
+def _root(node):
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return node
+
+
+class _Transformer(gast.NodeTransformer):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self._locals = []
+        self._class_cell = []
+
+    def visit_FunctionDef(self, node):
+        self._locals.append(activity.function_locals(node))
+        try:
+            return self.generic_visit(node)
+        finally:
+            self._locals.pop()
+
+    def visit_ClassDef(self, node):
+        return node
+
+    def _is_library(self, func) -> bool:
+        local = self._locals[-1] if self._locals else frozenset()
+        if isinstance(func, gast.Name):
+            return func.id in BUILTIN_NAMES and func.id not in local
+        if isinstance(func, gast.Attribute):
+            if func.attr in LIBRARY_METHODS:
+                return True
+            root = _root(func)
+            return isinstance(root, gast.Name) and root.id in LIBRARY_ROOTS and root.id not in local
+        return False
+
+    def visit_Call(self, node: gast.Call):
+        self.generic_visit(node)
+        func = node.func
+        if (isinstance(func, gast.Name) and func.id == "super" and not node.args
+                and self.ctx.super_args is not None):
+            node.args = [templates.name(a) for a in self.ctx.super_args]
+            return node
+        if not self.ctx.recursive or self._is_library(func):
+            return node
+        call = _CALL.substitute_expr(node, FUNC=func)
+        call.args = call.args + list(node.args)
+        call.keywords = list(node.keywords)
+        return call
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    return _Transformer(ctx).visit(node)

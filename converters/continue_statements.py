@@ -1,0 +1,49 @@
+"""Lowers `continue` into guarded blocks (and a flag where one is needed).
+
+    while i < n:                ->   while i < n:
+        i = i + 1                        i = i + 1
+        if i % 2 == 0:                   if not i % 2 == 0:
+            continue                         total = total + i
+        total = total + i
+
+A `continue` nested deeper (inside an `if` inside an `if`) sets
+``did_continue``, which the body resets at its start; everything after it in
+the body then runs under ``if not did_continue:``.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import jumps
+from autograph.context import Context
+
+REQUIRES = ()
+
+
+class _Continue(jumps.Jump):
+    def is_jump(self, node):
+        return isinstance(node, gast.Continue)
+
+
+class _Transformer(gast.NodeTransformer):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def _loop(self, node):
+        self.generic_visit(node)  # inner loops first: their `continue`s are theirs
+        if not jumps.contains(node.body, lambda n: isinstance(n, gast.Continue), False):
+            return node
+        jump = _Continue(self.ctx.namer.new("did_continue"))
+        body, _, _ = jumps.lower(node.body, jump)
+        if jump.flag_read:
+            node.body = [jumps.flag_set(jump.flag, False, node)] + body
+        else:
+            node.body = jumps.drop_unread_flags(body, jump.flag)
+        return node
+
+    visit_While = visit_For = _loop
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    return _Transformer(ctx).visit(node)

@@ -1,0 +1,95 @@
+"""Lowers `for` loops to `ag__.for_stmt`.
+
+    for i in range(n):      ->   def loop_body(i, y):
+        y = y * 0.99 + i             y = y * 0.99 + i
+                                     return (y,)
+                                 (y,) = ag__.for_stmt(ag__.range_(n), loop_body, (y,), names=('y',))
+
+The loop target is the body's first parameter; the carried names follow, as
+for `while`. A target that is itself live after the loop (Python keeps the
+last value) is carried too, assigned from a fresh ``itr`` parameter.
+``range``, ``enumerate``, ``zip`` and ``reversed`` in the iterable become the
+runtime's ``range_``, ``enumerate_``, ``zip_`` and ``reversed_``, which
+``for_stmt`` can stage as one ``lax.scan`` or ``lax.while_loop``. A test left
+by the `break`/`return` passes (``Anno.EXTRA_TEST``) becomes
+``extra_test=loop_test``.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import anno, templates
+from autograph.analysis import Analysis, activity
+from autograph.anno import Anno
+from autograph.context import Context
+from .if_statements import FunctionScopes, state_init
+from .while_statements import carried
+
+REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
+
+_ITERABLES = {"range": "range_", "enumerate": "enumerate_", "zip": "zip_",
+              "reversed": "reversed_"}
+
+_BODY = templates.Template("""
+    def BODY_FN(ITER, STATE):
+        BODY
+        return STATE
+""")
+_TEST = templates.Template("""
+    def TEST_FN(STATE):
+        return TEST
+""")
+_CALL = templates.Template("STATE = ag__.for_stmt(ITERABLE, BODY_FN, INIT, names=NAMES)")
+_CALL_TEST = templates.Template(
+    "STATE = ag__.for_stmt(ITERABLE, BODY_FN, INIT, names=NAMES, extra_test=TEST_FN)")
+_CALL_NO_STATE = templates.Template("ag__.for_stmt(ITERABLE, BODY_FN, (), names=())")
+
+
+class _Transformer(FunctionScopes):
+    def _iterable(self, node: gast.expr) -> gast.expr:
+        if (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
+                and node.func.id in _ITERABLES and node.func.id not in self.locals):
+            node.func = gast.copy_location(
+                gast.Attribute(value=templates.name("ag__"), attr=_ITERABLES[node.func.id],
+                               ctx=gast.Load()), node.func)
+            node.args = [self._iterable(a) for a in node.args]
+        return node
+
+    def visit_For(self, node: gast.For):
+        node.body = self._block(node.body)
+        assert not node.orelse, "the break pass moves loop `else:` clauses out"
+        extra = anno.get(node, Anno.EXTRA_TEST)
+        extra_reads = activity.expression_scope(extra).reads
+        state = carried(node, self.locals, extra_reads)
+        target_names = activity.expression_scope(node.target).kills
+        # Python keeps the last value of the target after the loop
+        target_live = target_names & anno.get(node, Anno.LIVE_OUT) & self.locals
+        state = tuple(sorted(set(state) | target_live))
+        namer = self.ctx.namer
+        body = node.body
+        if isinstance(node.target, gast.Name) and node.target.id not in state:
+            iterate = node.target.id
+        else:
+            iterate = namer.new("itr")
+            assign = gast.Assign(targets=[node.target], value=templates.name(iterate),
+                                 type_comment=None)
+            templates.set_location(assign, node.target)
+            body = [assign] + body
+        body_fn = namer.new("loop_body")
+        stmts = _BODY.substitute(node, BODY_FN=body_fn, ITER=iterate, STATE=state, BODY=body)
+        iterable = self._iterable(node.iter)
+        if not state and extra is None:
+            return stmts + _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn)
+        init = state_init(state, anno.get(node, Anno.DEFINED_IN), node)
+        common = dict(STATE=state, ITERABLE=iterable, BODY_FN=body_fn, INIT=init,
+                      NAMES=templates.literal(state))
+        if extra is None:
+            return stmts + _CALL.substitute(node, **common)
+        test_fn = namer.new("loop_test")
+        stmts += _TEST.substitute(node, TEST_FN=test_fn, STATE=state, TEST=extra)
+        return stmts + _CALL_TEST.substitute(node, TEST_FN=test_fn, **common)
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    return _Transformer(ctx).visit(node)

@@ -1,0 +1,126 @@
+"""Lowers `if` statements to `ag__.if_stmt`.
+
+    if x > 0:                   ->   def if_true():
+        y = x * 2.0                      y = x * 2.0
+    else:                                return (y,)
+        y = -x                       def if_false():
+                                         y = -x
+                                         return (y,)
+                                     (y,) = ag__.if_stmt(x > 0, if_true, if_false, (), names=('y',))
+
+Each branch becomes a function. Its outputs are the names the `if` modifies
+that are live after it; its parameters are the modified names a branch reads
+before (or without) assigning them, passed in as the tuple after the branch
+functions. A name no path has bound yet is passed as ``ag__.Undefined('y')``
+so the runtime can say which variable a branch left unset. With no `else`,
+``None`` stands for a branch that hands its parameters back unchanged.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import anno, templates
+from autograph.analysis import Analysis, activity
+from autograph.anno import Anno
+from autograph.context import Context
+
+REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
+
+_BRANCH = templates.Template("""
+    def NAME(PARAMS):
+        BODY
+        return OUTPUTS
+""")
+_CALL = templates.Template("OUTPUTS = ag__.if_stmt(TEST, TRUE_FN, FALSE_FN, INIT, names=NAMES)")
+_CALL_NO_OUTPUTS = templates.Template("ag__.if_stmt(TEST, TRUE_FN, FALSE_FN, INIT, names=())")
+
+
+def state_init(names, defined, origin) -> gast.expr:
+    """The tuple of current values of ``names``; unbound ones as ``ag__.Undefined``."""
+    elts = []
+    for n in names:
+        if n in defined:
+            elts.append(templates.name(n))
+        else:
+            elts.append(_UNDEFINED.substitute_expr(origin, NAME=templates.literal(n)))
+    node = gast.Tuple(elts=elts, ctx=gast.Load())
+    templates.set_location(node, origin)
+    return node
+
+
+_UNDEFINED = templates.Template("ag__.Undefined(NAME)")
+
+
+class FunctionScopes(gast.NodeTransformer):
+    """A transformer that knows the local names of the function it is in."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self._locals = []
+
+    @property
+    def locals(self) -> frozenset:
+        return self._locals[-1]
+
+    def visit_FunctionDef(self, node):
+        self._locals.append(activity.function_locals(node))
+        try:
+            return self.generic_visit(node)
+        finally:
+            self._locals.pop()
+
+    def visit_ClassDef(self, node):
+        return node  # methods of local classes are converted when called
+
+    def visit_Lambda(self, node):
+        return self.generic_visit(node)
+
+    def _block(self, stmts):
+        out = []
+        for s in stmts:
+            r = self.visit(s)
+            if r is None:
+                continue
+            out.extend(r if isinstance(r, list) else [r])
+        return out
+
+
+class _Transformer(FunctionScopes):
+    def visit_If(self, node: gast.If):
+        node.body = self._block(node.body)
+        node.orelse = self._block(node.orelse)
+        modified = (anno.get(node, Anno.BODY_SCOPE).modified
+                    | anno.get(node, Anno.ORELSE_SCOPE).modified) & self.locals
+        live_out = anno.get(node, Anno.LIVE_OUT)
+        outputs = tuple(sorted(modified & live_out))
+        branch_reads = anno.get(node, Anno.BODY_LIVE_IN) | anno.get(node, Anno.ORELSE_LIVE_IN)
+        needed = modified & branch_reads
+        params = (tuple(o for o in outputs if o in needed)
+                  + tuple(sorted(needed - set(outputs))))
+        if not node.orelse:
+            assert set(outputs) <= set(params), (outputs, params)
+        namer = self.ctx.namer
+        true_fn = namer.new("if_true")
+        stmts = _BRANCH.substitute(node, NAME=true_fn, PARAMS=params, BODY=node.body,
+                                   OUTPUTS=outputs)
+        if node.orelse:
+            false_fn = namer.new("if_false")
+            stmts += _BRANCH.substitute(node, NAME=false_fn, PARAMS=params,
+                                        BODY=node.orelse, OUTPUTS=outputs)
+            false_ref = templates.name(false_fn)
+        else:
+            false_ref = templates.literal(None)
+        init = state_init(params, anno.get(node, Anno.DEFINED_IN), node)
+        if outputs:
+            stmts += _CALL.substitute(node, OUTPUTS=outputs, TEST=node.test, TRUE_FN=true_fn,
+                                      FALSE_FN=false_ref, INIT=init,
+                                      NAMES=templates.literal(outputs))
+        else:
+            stmts += _CALL_NO_OUTPUTS.substitute(node, TEST=node.test, TRUE_FN=true_fn,
+                                                 FALSE_FN=false_ref, INIT=init)
+        return stmts
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    return _Transformer(ctx).visit(node)

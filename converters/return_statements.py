@@ -1,0 +1,103 @@
+"""Gives each function one exit: `return` becomes an assignment of `retval`.
+
+    def f(x):                   ->   def f(x):
+        if x > 0:                        if x > 0:
+            return x * 2                     retval = x * 2
+        y = -x                           else:
+        return y                             y = -x
+                                             retval = y
+                                         return retval
+
+An `if` whose one branch always returns takes the rest of the function into
+its other branch, so early returns need no flag. A `return` inside a loop, or
+in a branch that returns only sometimes, also sets ``did_return``: loops gain
+a ``not did_return`` test and later statements run under
+``if not did_return:``. When some path can fall off the end, ``retval``
+starts as ``None``, as in Python; then an array-dependent condition that
+returns a value on one path and nothing on another is reported by the
+runtime.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import jumps, templates
+from autograph.context import Context
+from .break_statements import add_loop_test, not_flag
+
+REQUIRES = ()
+
+_INIT_UNDEFINED = templates.Template("RETVAL = ag__.UndefinedReturn()")
+
+
+class _Return(jumps.Jump):
+    def __init__(self, flag: str, retval: str):
+        super().__init__(flag)
+        self.retval = retval
+        self.loop_tests = []
+
+    def is_jump(self, node):
+        return isinstance(node, gast.Return)
+
+    def replace(self, node):
+        value = node.value if node.value is not None else templates.literal(None)
+        assign = gast.Assign(targets=[templates.name(self.retval, gast.Store())],
+                             value=value, type_comment=None)
+        templates.set_location(assign, node)
+        return [assign, jumps.flag_set(self.flag, True, node)]
+
+    def enter_loop(self, node):
+        return True
+
+    def on_loop(self, node):
+        self.flag_read = True
+        add_loop_test(node, not_flag(self.flag))
+
+
+def _is_return(node):
+    return isinstance(node, gast.Return)
+
+
+def _needs_lowering(body) -> bool:
+    """Whether any `return` sits inside a compound statement."""
+    for node in body:
+        if isinstance(node, (gast.FunctionDef, gast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if block and jumps.contains(block, _is_return, enter_loops=True):
+                return True
+    return False
+
+
+class _Transformer(gast.NodeTransformer):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def visit_FunctionDef(self, node: gast.FunctionDef):
+        self.generic_visit(node)  # nested functions first; their returns are theirs
+        if not _needs_lowering(node.body):
+            return node
+        jump = _Return(self.ctx.namer.new("did_return"), self.ctx.namer.new("retval"))
+        body, _, always = jumps.lower(node.body, jump)
+        prologue = []
+        if jump.flag_read:
+            prologue.append(jumps.flag_set(jump.flag, False, node))
+        else:
+            body = jumps.drop_unread_flags(body, jump.flag)
+        if not always:
+            init = gast.Assign(targets=[templates.name(jump.retval, gast.Store())],
+                               value=templates.literal(None), type_comment=None)
+            templates.set_location(init, node)
+            prologue.append(init)
+        elif jump.flag_read:
+            prologue.extend(_INIT_UNDEFINED.substitute(node, RETVAL=jump.retval))
+        ret = gast.Return(value=templates.name(jump.retval))
+        templates.set_location(ret, node.body[-1])
+        node.body = prologue + body + [ret]
+        return node
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    return _Transformer(ctx).visit(node)

@@ -1,0 +1,17 @@
+"""The operators that converted code calls, under the name ``ag__``.
+
+Each operator decides at run time: Python values keep plain Python
+semantics; traced values are staged with ``lax``.
+"""
+
+from .calls import converted_call
+from .conditionals import if_exp, if_stmt
+from .logical import and_, not_, or_
+from .loops import enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
+from .values import Undefined, UndefinedReturn
+
+__all__ = [
+    "converted_call", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
+    "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
+    "UndefinedReturn",
+]

@@ -1,0 +1,256 @@
+"""`if` statements and conditional expressions: Python `if` or `lax.cond`."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from autograph import errors
+from . import state as st
+from .conditions import condition
+from .values import (UndefinedReturn, describe, is_python_number, is_traced,
+                            is_undefined)
+
+_RETVAL = re.compile(r"^retval(_\d+)?$")
+
+
+def if_stmt(pred, true_fn, false_fn, init, *, names):
+    """Runs a converted `if` statement, in Python or as ``lax.cond``.
+
+    The semantics are given by this Python implementation::
+
+        if pred:
+            return true_fn(*init)
+        elif false_fn is not None:
+            return false_fn(*init)
+        else:
+            return init[:len(names)]
+
+    ``names`` are the variables the branches return, for error messages. When
+    ``pred`` is traced both branches are staged as one ``lax.cond``. Each output
+    must then agree between the branches: the same pytree structure, the same
+    shapes, and the same value for Python objects such as strings. Differing
+    dtypes are promoted with JAX's rules (``jnp.result_type``, weak types
+    included), and differing Python numbers become arrays.
+
+    Raises:
+      ConditionError: ``pred`` is traced and not a single value.
+      BranchError: an output is incompatible between the branches, or is
+        assigned on one branch only.
+    """
+    c = condition(pred, "an `if`")
+    if not is_traced(c):
+        if c:
+            return tuple(true_fn(*init))
+        if false_fn is not None:
+            return tuple(false_fn(*init))
+        return tuple(init[:len(names)])
+    return _staged(c, true_fn, false_fn, tuple(init), tuple(names))
+
+
+def if_exp(pred, true_thunk, false_thunk):
+    """Runs ``true_thunk() if pred else false_thunk()``, staged when ``pred`` is traced."""
+    c = condition(pred, "a conditional expression")
+    if not is_traced(c):
+        return true_thunk() if c else false_thunk()
+    (out,) = _staged(c, lambda: (true_thunk(),), lambda: (false_thunk(),), (),
+                     ("the conditional expression",))
+    return out
+
+
+def _fresh(init):
+    # Each branch gets its own lists and dicts, so that `ys.append(y)` on one
+    # branch is not seen by the other (both are traced, one after the other).
+    return tuple(jax.tree_util.tree_map(lambda x: x, v, is_leaf=st.is_undefined)
+                 if isinstance(v, (list, dict)) else v for v in init)
+
+
+def _run(fn, init, n):
+    out = tuple(fn(*_fresh(init))) if fn is not None else _fresh(init)[:n]
+    if len(out) != n:  # pragma: no cover - generated code always matches
+        raise AssertionError(f"branch returned {len(out)} values for {n} names")
+    return out
+
+
+class _Record:
+    """What one traced branch returned: per name, a treedef and its leaves."""
+
+    def __init__(self, values):
+        self.values = values
+        self.flat = [st.flatten(v) for v in values]
+
+    def signature(self):
+        sig = []
+        for treedef, leaves in self.flat:
+            leaf_sig = []
+            for leaf in leaves:
+                if st.is_array(leaf):
+                    leaf_sig.append(("a",) + st.aval_of(leaf))
+                else:
+                    leaf_sig.append(("s", leaf))
+            sig.append((treedef, leaf_sig))
+        return sig
+
+    def arrays(self):
+        return [leaf for _, leaves in self.flat for leaf in leaves if st.is_array(leaf)]
+
+
+def _same(sig_a, sig_b) -> bool:
+    if len(sig_a) != len(sig_b):
+        return False
+    for (ta, la), (tb, lb) in zip(sig_a, sig_b):
+        if ta != tb or len(la) != len(lb):
+            return False
+        for a, b in zip(la, lb):
+            if a[0] != b[0]:
+                return False
+            if a[0] == "a" and a[1:3] != b[1:3]:  # weak types may differ
+                return False
+            if a[0] == "s" and not st.same_static(a[1], b[1]):
+                return False
+    return True
+
+
+def _staged(pred, true_fn, false_fn, init, names):
+    records = {}
+
+    def first(fn, key):
+        def run():
+            rec = _Record(_run(fn, init, len(names)))
+            records[key] = rec
+            return rec.arrays()
+        return run
+
+    try:
+        arrays = lax.cond(pred, first(true_fn, "t"), first(false_fn, "f"))
+    except TypeError:
+        if len(records) != 2 or _same(records["t"].signature(), records["f"].signature()):
+            raise
+    else:
+        if _same(records["t"].signature(), records["f"].signature()):
+            return _rebuild_like(records["t"], arrays)
+    spec = _merge(records["t"], records["f"], names)
+
+    def second(fn):
+        def run():
+            return _cast(_run(fn, init, len(names)), spec)
+        return run
+
+    arrays = lax.cond(pred, second(true_fn), second(false_fn))
+    return _rebuild(spec, arrays)
+
+
+def _rebuild_like(rec, arrays):
+    it = iter(arrays)
+    out = []
+    for treedef, leaves in rec.flat:
+        new = [next(it) if st.is_array(leaf) else leaf for leaf in leaves]
+        out.append(jax.tree_util.tree_unflatten(treedef, new))
+    return tuple(out)
+
+
+# A merged spec, per name: (treedef, [("array", shape, dtype, weak) | ("static", value)]),
+# plus which branch (if any) leaves the return value undefined.
+
+def _merge(t: _Record, f: _Record, names):
+    spec = []
+    for name, vt, vf, (tt, lt), (tf, lf) in zip(names, t.values, f.values, t.flat, f.flat):
+        if isinstance(vt, UndefinedReturn) or isinstance(vf, UndefinedReturn):
+            defined = (tf, lf) if isinstance(vt, UndefinedReturn) else (tt, lt)
+            if isinstance(vt, UndefinedReturn) and isinstance(vf, UndefinedReturn):
+                spec.append((tt, [("static", vt)]))
+                continue
+            spec.append((defined[0], [_leaf_spec_alone(x) for x in defined[1]]))
+            continue
+        if is_undefined(vt) or is_undefined(vf):
+            missing = "true" if is_undefined(vt) else "false"
+            assigned = "false" if missing == "true" else "true"
+            raise errors.BranchError(
+                "a variable used after an array-dependent `if` must be set on every branch",
+                observed=f"`{name}` is assigned on the {assigned} branch but not on the "
+                         f"{missing} branch, and the condition is only known at run time",
+                variable=name,
+                fix=f"initialize `{name}` before the `if` (or assign it on both branches)")
+        if tt != tf or len(lt) != len(lf):
+            raise _structure_error(name, vt, vf)
+        leaves = []
+        for a, b in zip(lt, lf):
+            leaves.append(_leaf_spec(name, a, b))
+        spec.append((tt, leaves))
+    return spec
+
+
+def _leaf_spec_alone(x):
+    if st.is_carryable(x):
+        return ("array",) + st.aval_of(x)
+    return ("static", x)
+
+
+def _leaf_spec(name, a, b):
+    if st.is_carryable(a) and st.is_carryable(b):
+        if is_python_number(a) and is_python_number(b) and st.same_static(a, b):
+            return ("static", a)
+        sa, sb = st.aval_of(a), st.aval_of(b)
+        if sa[0] != sb[0]:
+            raise errors.BranchError(
+                "a variable must have the same shape on both branches of an array-dependent `if`",
+                observed=f"`{name}` has shape {sa[0]} on the true branch but shape {sb[0]} "
+                         f"on the false branch",
+                variable=name,
+                fix=f"give `{name}` one shape on both branches (e.g. with `jnp.broadcast_to` "
+                    f"or `jnp.zeros_like`), or use `jnp.where` for an elementwise choice")
+        dtype, weak = st.promote(sa, sb)
+        return ("array", sa[0], dtype, weak)
+    if not st.is_carryable(a) and not st.is_carryable(b) and st.same_static(a, b):
+        return ("static", a)
+    raise errors.BranchError(
+        "a Python value must be the same on both branches of an array-dependent `if`",
+        observed=f"`{name}` is {describe(a)} on the true branch but {describe(b)} on the "
+                 f"false branch; staged code cannot choose between Python objects at run time",
+        variable=name,
+        fix=f"compute `{name}` outside the `if`, make it the same on both branches, or "
+            f"make it an array on both")
+
+
+def _structure_error(name, vt, vf):
+    if _RETVAL.match(name) and (vt is None or vf is None):
+        missing = "true" if vt is None else "false"
+        return errors.BranchError(
+            "every path of a function must return a value when the path depends on arrays",
+            observed=f"one path returns {describe(vf if vt is None else vt)} while the path "
+                     f"through the {missing} branch returns nothing (None)",
+            variable="the return value",
+            fix="add a `return` on every path (for example at the end of the function)")
+    return errors.BranchError(
+        "a variable must have the same structure on both branches of an array-dependent `if`",
+        observed=f"`{name}` is {describe(vt)} on the true branch but {describe(vf)} on the "
+                 f"false branch",
+        variable=name,
+        fix=f"give `{name}` the same structure (pytree, list length, None-ness) on both branches")
+
+
+def _cast(values, spec):
+    out = []
+    for value, (treedef, leaf_specs) in zip(values, spec):
+        if isinstance(value, UndefinedReturn):
+            for s in leaf_specs:
+                if s[0] == "array":
+                    out.append(jnp.zeros(s[1], s[2]))
+            continue
+        _, leaves = st.flatten(value)
+        for leaf, s in zip(leaves, leaf_specs):
+            if s[0] == "array":
+                out.append(st.convert(st.as_array(leaf), s[2], s[3]))
+    return out
+
+
+def _rebuild(spec, arrays):
+    it = iter(arrays)
+    out = []
+    for treedef, leaf_specs in spec:
+        leaves = [next(it) if s[0] == "array" else s[1] for s in leaf_specs]
+        out.append(jax.tree_util.tree_unflatten(treedef, leaves))
+    return tuple(out)

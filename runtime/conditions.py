@@ -1,0 +1,42 @@
+"""Turns the value of a condition into a Python bool or a traced scalar bool."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autograph import errors
+from .values import Tracer, is_undefined
+
+
+def condition(pred, construct: str):
+    """Returns ``pred`` itself when Python can branch on it, else a traced bool.
+
+    A Python value, a NumPy value or a concrete array (outside ``jax.jit``, or
+    under eager ``jax.grad``) takes the Python path: the caller branches with
+    plain ``if``. A traced value must hold exactly one element.
+
+    Raises:
+      ConditionError: ``pred`` is traced and has more than one element.
+    """
+    if is_undefined(pred):
+        pred._fail()
+    if not isinstance(pred, Tracer):
+        return pred
+    try:
+        return bool(pred)
+    except jax.errors.ConcretizationTypeError:
+        pass
+    shape = np.shape(pred)
+    if int(np.prod(shape)) != 1:
+        raise errors.ConditionError(
+            f"the condition of {construct} must be a single value",
+            observed=f"the condition is an array of shape {shape}",
+            fix="reduce it to one boolean, e.g. with `.any()` or `.all()` "
+                "(or `jnp.any(...)`/`jnp.all(...)`), or use `jnp.where` for an "
+                "elementwise choice")
+    pred = jnp.reshape(pred, ())
+    if pred.dtype != jnp.bool_:
+        pred = pred != 0
+    return pred

@@ -1,0 +1,96 @@
+"""Values generated code passes around: unbound variables and state leaves."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from autograph import errors
+
+Tracer = jax.core.Tracer
+
+
+class Undefined:
+    """Stands for a local variable that no path has assigned yet.
+
+    Any use raises ``UndefinedVariableError``, as reading an unbound local
+    raises ``UnboundLocalError`` in Python.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        object.__setattr__(self, "name", name)
+
+    def __repr__(self) -> str:
+        return f"Undefined({self.name!r})"
+
+    def _fail(self, *args, **kwargs):
+        raise errors.UndefinedVariableError(
+            f"`{self.name}` is used before it is assigned",
+            observed=f"no path through the code before this point assigns `{self.name}`",
+            variable=self.name,
+            fix=f"assign `{self.name}` before the `if` or loop that sets it, on every path")
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") and attr != "__jax_array__":
+            raise AttributeError(attr)
+        self._fail()
+
+    __bool__ = __len__ = __iter__ = __call__ = __getitem__ = __index__ = _fail
+    __int__ = __float__ = __complex__ = __array__ = __jax_array__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _fail
+    __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __neg__ = __pos__ = __abs__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __and__ = __or__ = __xor__ = __invert__ = __rand__ = __ror__ = _fail
+
+
+class UndefinedReturn(Undefined):
+    """The return value before any `return` ran; never observed by the user."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__("return value")
+
+
+def is_traced(x) -> bool:
+    return isinstance(x, Tracer)
+
+
+def is_undefined(x) -> bool:
+    return isinstance(x, Undefined)
+
+
+_NUMBERS = (bool, int, float, complex)
+
+
+def is_python_number(x) -> bool:
+    return isinstance(x, _NUMBERS)
+
+
+def is_array(x) -> bool:
+    return isinstance(x, (Tracer, jax.Array, np.ndarray, np.generic))
+
+
+def describe(x) -> str:
+    """A short description of a value for error messages: ``float32[3]``, ``None``."""
+    if is_undefined(x):
+        return "unassigned"
+    if is_array(x):
+        weak = " (weakly typed)" if getattr(x, "weak_type", False) else ""
+        dims = ",".join(str(d) for d in np.shape(x))
+        return f"{np.dtype(x.dtype).name}[{dims}]{weak}"
+    if x is None:
+        return "None"
+    if is_python_number(x) or isinstance(x, str):
+        return f"the Python {type(x).__name__} {x!r}"
+    if isinstance(x, (list, tuple, dict)):
+        kind = type(x).__name__
+        return f"a {kind} of {len(x)}"
+    return f"a `{type(x).__name__}` object"
+
+
+def any_traced(tree) -> bool:
+    return any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(tree))
