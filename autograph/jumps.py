@@ -65,6 +65,7 @@ def flag_set(flag: str, value, origin) -> gast.stmt:
 def lower(stmts: list[gast.stmt], jump: Jump) -> tuple[list[gast.stmt], bool, bool]:
     """Lowers one block; returns (statements, may jump, always jumps)."""
     out: list[gast.stmt] = []
+    block_may = False
     for i, node in enumerate(stmts):
         if jump.is_jump(node):
             out.extend(jump.replace(node))
@@ -95,13 +96,14 @@ def lower(stmts: list[gast.stmt], jump: Jump) -> tuple[list[gast.stmt], bool, bo
         else:
             may = always = False
         out.append(node)
+        block_may = block_may or may
         if always:
             return out, True, True
         if may and rest:
             rest_out, _, rest_always = lower(rest, jump)
             out.append(jump.guard(rest_out, rest[0]))
-            return out, True, False
-    return out, False, False
+            return out, True, rest_always  # it jumped already, or the rest jumps
+    return out, block_may, False
 
 
 def contains(stmts, is_jump: Callable[[gast.stmt], bool], enter_loops: bool) -> bool:

@@ -24,10 +24,6 @@ def condition(pred, construct: str):
         pred._fail()
     if not isinstance(pred, Tracer):
         return pred
-    try:
-        return bool(pred)
-    except jax.errors.ConcretizationTypeError:
-        pass
     shape = np.shape(pred)
     if int(np.prod(shape)) != 1:
         raise errors.ConditionError(
@@ -36,6 +32,10 @@ def condition(pred, construct: str):
             fix="reduce it to one boolean, e.g. with `.any()` or `.all()` "
                 "(or `jnp.any(...)`/`jnp.all(...)`), or use `jnp.where` for an "
                 "elementwise choice")
+    try:
+        return bool(pred)  # concrete under eager `jax.grad`: Python decides
+    except jax.errors.ConcretizationTypeError:
+        pass
     pred = jnp.reshape(pred, ())
     if pred.dtype != jnp.bool_:
         pred = pred != 0

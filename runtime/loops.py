@@ -479,19 +479,20 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
 
     def one(arrays, k, x):
         values = carry.unflatten(arrays)
+        before = {i: list(values[i]) for i in lists}  # the body may append in place
         out = list(body(seq.element(k, x), *values))
         grown = []
         for i, base_len in lists.items():
             v = out[i]
             if isinstance(v, list) and len(v) > base_len:
-                if not all(a is b for a, b in zip(v[:base_len], values[i])):
+                if not all(a is b for a, b in zip(v[:base_len], before[i])):
                     raise errors.LoopStateError(
                         "a list grown in a staged `for` loop may only be appended to",
                         observed=f"`{names[i]}` changes its items and grows in one iteration",
                         variable=names[i], fix="only append to the list inside the loop")
                 grown.append(v[base_len:])
                 appended_count[i] = len(v) - base_len
-                out[i] = values[i]
+                out[i] = before[i]
             else:
                 grown.append([])
         return carry.check(tuple(out), arrays), grown
