@@ -36,6 +36,22 @@ class _MappingUnparser(ast._Unparser):
             self._line += t.count("\n")
         super().write(*text)
 
+    def get_type_comment(self, node):
+        return None  # generated nodes may lack `lineno`, which the default reads
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            if isinstance(target, ast.Tuple):
+                target.ag_parenthesize = True
+        super().visit_Assign(node)
+
+    def visit_Tuple(self, node):
+        if getattr(node, "ag_parenthesize", False):  # `(y,) = ...` reads better than `y, = ...`
+            with self.delimit("(", ")"):
+                self.items_view(self.traverse, node.elts)
+        else:
+            super().visit_Tuple(node)
+
     def maybe_newline(self):
         pass  # no blank line before each nested `def`: generated code stays compact
 
@@ -59,7 +75,6 @@ class _MappingUnparser(ast._Unparser):
 def unparse(node: gast.AST) -> tuple[str, dict[int, int]]:
     """Source text of a gast tree, and a map from its lines to user lines."""
     tree = gast.gast_to_ast(node)
-    ast.fix_missing_locations(tree)
     unparser = _MappingUnparser()
     source = unparser.visit(tree)
     return source + "\n", unparser.line_map
@@ -85,7 +100,8 @@ def compile_function(source: str, line_map: dict[int, int], *, name: str,
         body=tree.body + [ast.Return(value=ast.Name(id=tree.body[0].name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None)
     module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(ast.copy_location(factory, tree.body[0]))
+    for node in [factory, factory.args, factory.body[-1], factory.body[-1].value] + factory.args.args:
+        ast.copy_location(node, tree.body[0])
     module_code = compile(module, filename, "exec")
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
     code = next(c for c in factory_code.co_consts

@@ -26,13 +26,33 @@ PASSES = (
 
 
 def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = True,
-                 super_args: tuple[str, str] | None = None) -> gast.FunctionDef:
-    """Runs every pass over ``node`` (modified in place) and returns it."""
+                 super_args: tuple[str, str] | None = None,
+                 passes=PASSES) -> gast.FunctionDef:
+    """Runs ``passes`` (all, in order, by default) over ``node`` and returns it."""
     checks.check(node, filename)
     node.decorator_list = []
     ctx = Context(namer=Namer.for_tree(node), filename=filename, recursive=recursive,
                   super_args=super_args)
-    for converter in PASSES:
+    present = {type(n) for n in gast.walk(node)}
+    for converter in passes:
+        if not present.intersection(converter.NODES):
+            continue  # nothing for this pass to rewrite
         analysis.run(node, converter.REQUIRES)
         node = converter.transform(node, ctx)
+        present |= set(getattr(converter, "EMITS", ()))
     return node
+
+
+def convert_source(source: str, filename: str = "<source>", *, passes=PASSES,
+                   recursive: bool = True) -> str:
+    """Converts the first function defined in ``source``; returns the new source.
+
+    Purely syntactic (nothing is imported or run), as the command line and the
+    golden tests use it.
+    """
+    from autograph import loader, parsing
+
+    for _, node in parsing.parse_source_functions(source, filename):
+        return loader.unparse(convert_tree(node, filename, passes=passes,
+                                           recursive=recursive))[0]
+    raise ValueError("no function definition in the source")

@@ -26,7 +26,6 @@ safe. Nodes that come from the template take the location of ``origin``.
 
 from __future__ import annotations
 
-import copy
 import re
 import textwrap
 from typing import Any, Sequence
@@ -91,7 +90,7 @@ class Template:
         if missing or unused:
             raise TypeError(f"template placeholders unfilled: {sorted(missing)}, "
                             f"keywords unused: {sorted(unused)}\n{self.source}")
-        stmts = copy.deepcopy(self._tree)
+        stmts = [_copy(s) for s in self._tree]
         filler = _Filler(values)
         out: list[gast.stmt] = []
         for stmt in stmts:
@@ -105,6 +104,22 @@ class Template:
         if not isinstance(stmt, gast.Expr):
             raise TypeError(f"template is not an expression:\n{self.source}")
         return stmt.value
+
+
+def _copy(node):
+    """A fresh copy of a template tree (faster than ``copy.deepcopy``)."""
+    new = node.__class__()
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            value = [_copy(v) if isinstance(v, gast.AST) else v for v in value]
+        elif isinstance(value, gast.AST):
+            value = _copy(value)
+        setattr(new, field, value)
+    for attr in node._attributes:
+        if hasattr(node, attr):
+            setattr(new, attr, getattr(node, attr))
+    return new
 
 
 class _Filler(gast.NodeTransformer):

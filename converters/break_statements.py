@@ -23,6 +23,8 @@ from autograph import anno, jumps, templates
 from autograph.anno import Anno
 from autograph.context import Context
 
+NODES = (gast.While, gast.For,)  # the pass is skipped when the tree has none
+EMITS = (gast.If, gast.UnaryOp, gast.BoolOp)  # guards and loop tests
 REQUIRES = ()
 
 

@@ -19,10 +19,11 @@ import builtins
 import gast
 
 from autograph import templates
-from autograph.analysis import activity
+from autograph.analysis import Analysis, activity
 from autograph.context import Context
 
-REQUIRES = ()
+NODES = (gast.Call,)  # the pass is skipped when the tree has none
+REQUIRES = (Analysis.SCOPES,)
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 LIBRARY_ROOTS = frozenset({

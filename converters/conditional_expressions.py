@@ -14,6 +14,7 @@ import gast
 from autograph import templates
 from autograph.context import Context
 
+NODES = (gast.IfExp,)  # the pass is skipped when the tree has none
 REQUIRES = ()
 
 _IF_EXP = templates.Template("ag__.if_exp(TEST, lambda: BODY, lambda: ORELSE)")

@@ -18,6 +18,8 @@ import gast
 from autograph import jumps
 from autograph.context import Context
 
+NODES = (gast.Continue,)  # the pass is skipped when the tree has none
+EMITS = (gast.If, gast.UnaryOp, gast.BoolOp)  # guards and loop tests
 REQUIRES = ()
 
 

@@ -26,6 +26,7 @@ from autograph.context import Context
 from .if_statements import FunctionScopes, state_init
 from .while_statements import carried
 
+NODES = (gast.For,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
 
 _ITERABLES = {"range": "range_", "enumerate": "enumerate_", "zip": "zip_",

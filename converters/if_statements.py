@@ -25,6 +25,7 @@ from autograph.analysis import Analysis, activity
 from autograph.anno import Anno
 from autograph.context import Context
 
+NODES = (gast.If,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
 
 _BRANCH = templates.Template("""
@@ -73,8 +74,16 @@ class FunctionScopes(gast.NodeTransformer):
     def visit_ClassDef(self, node):
         return node  # methods of local classes are converted when called
 
-    def visit_Lambda(self, node):
-        return self.generic_visit(node)
+    def generic_visit(self, node):
+        # Statements live only in blocks; expressions hold none (lambdas
+        # cannot), so only blocks are walked.
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
+                setattr(node, field, self._block(block))
+        for handler in getattr(node, "handlers", None) or ():
+            handler.body = self._block(handler.body)
+        return node
 
     def _block(self, stmts):
         out = []

@@ -16,6 +16,7 @@ import gast
 from autograph import templates
 from autograph.context import Context
 
+NODES = (gast.BoolOp, gast.UnaryOp, gast.Compare,)  # the pass is skipped when the tree has none
 REQUIRES = ()
 
 _AND = templates.Template("ag__.and_(LEFT, lambda: RIGHT)")

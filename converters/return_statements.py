@@ -26,6 +26,8 @@ from autograph import jumps, templates
 from autograph.context import Context
 from .break_statements import add_loop_test, not_flag
 
+NODES = (gast.Return,)  # the pass is skipped when the tree has none
+EMITS = (gast.If, gast.UnaryOp, gast.BoolOp)  # guards and loop tests
 REQUIRES = ()
 
 _INIT_UNDEFINED = templates.Template("RETVAL = ag__.UndefinedReturn()")

@@ -25,6 +25,7 @@ from autograph.anno import Anno
 from autograph.context import Context
 from .if_statements import FunctionScopes, state_init
 
+NODES = (gast.While,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
 
 _FUNCS = templates.Template("""

@@ -25,10 +25,14 @@ def run(tree: gast.AST, requires: Iterable[Analysis]) -> None:
     requires = set(requires)
     if not requires:
         return
-    for node in gast.walk(tree):
-        if isinstance(node, gast.FunctionDef):
-            activity.analyze_function(node)  # liveness and definitions build on it
-            if Analysis.LIVENESS in requires:
-                liveness.analyze_function(node)
-            if Analysis.DEFINITIONS in requires:
-                definitions.analyze_function(node)
+    activity._memo = {}
+    try:
+        for node in gast.walk(tree):
+            if isinstance(node, gast.FunctionDef):
+                activity.analyze_function(node)  # liveness and definitions build on it
+                if Analysis.LIVENESS in requires:
+                    liveness.analyze_function(node)
+                if Analysis.DEFINITIONS in requires:
+                    definitions.analyze_function(node)
+    finally:
+        activity._memo = None

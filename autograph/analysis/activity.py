@@ -41,6 +41,26 @@ class Scope:
 
 EMPTY = Scope()
 
+# Scopes computed during one `analysis.run`, by node id; statements repeat in
+# many questions (liveness, definitions, enclosing functions' free reads).
+_memo: dict | None = None
+
+
+def memoized(fn):
+    def wrapper(node):
+        if _memo is None or node is None:
+            return fn(node)
+        key = (fn.__name__, id(node))
+        try:
+            return _memo[key][1]
+        except KeyError:
+            result = fn(node)
+            _memo[key] = (node, result)  # keeps the node alive, so its id stays unique
+            return result
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
 
 class _Collector(gast.NodeVisitor):
     """Collects names of one expression or simple statement."""
@@ -146,6 +166,7 @@ def _walrus_targets(node) -> set:
             if isinstance(n, gast.NamedExpr) and isinstance(n.target, gast.Name)}
 
 
+@memoized
 def expression_scope(node) -> Scope:
     if node is None:
         return EMPTY
@@ -154,6 +175,7 @@ def expression_scope(node) -> Scope:
     return c.scope()
 
 
+@memoized
 def function_free_reads(node: gast.FunctionDef) -> frozenset:
     """Names a nested function reads from enclosing scopes."""
     body = block_scope(node.body)
@@ -161,6 +183,7 @@ def function_free_reads(node: gast.FunctionDef) -> frozenset:
     return frozenset(body.reads - local)
 
 
+@memoized
 def statement_scope(node: gast.stmt) -> Scope:
     """The scope of one statement, annotating compound statements' blocks."""
     if isinstance(node, gast.If):
@@ -231,5 +254,11 @@ def analyze_function(node: gast.FunctionDef) -> Scope:
 
 
 def function_locals(node: gast.FunctionDef) -> frozenset:
-    """Parameters and every name the function's own body rebinds."""
-    return frozenset(_param_names(node.args)) | block_scope(node.body).kills
+    """Parameters and every name the function's own body rebinds.
+
+    Read from the annotations of the last analysis when present.
+    """
+    scope = anno.get(node, Anno.BODY_SCOPE)
+    if scope is None:
+        scope = block_scope(node.body)
+    return frozenset(_param_names(node.args)) | scope.kills

@@ -1,0 +1,119 @@
+"""Conversion speed: `to_code` on fresh functions (new code objects, new files).
+
+Each function is about 20 lines of nested `if`s (and, for the loop variant,
+`while` + `break` + `for`), written to its own file so the measurement includes
+finding and parsing the source. Prints the median and the ratio of generated
+to source lines.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+IFS = '''
+import jax.numpy as jnp
+
+def f{i}(x, y):
+    if x > 0:
+        if y > 0:
+            z = x * y + {i}
+        elif y < -1:
+            z = x - y
+        else:
+            z = x
+        w = z * 2
+    else:
+        if y > x:
+            z = -x
+            w = y
+        else:
+            z = x + y
+            w = z * z
+    if z > w:
+        out = z - w
+    else:
+        out = w - z
+    return out + w
+'''
+
+LOOPS = '''
+import jax.numpy as jnp
+
+def f{i}(x, n):
+    i = 0
+    total = 0.0
+    while i < n:
+        if total > 100.0:
+            break
+        total = total + x * i
+        i += 1
+    for j in range({i} + 3):
+        if j % 2 == 0:
+            continue
+        total = total * 0.5
+    if total > 10.0:
+        return total
+    return -total
+'''
+
+
+def _load(directory, name, text):
+    path = os.path.join(directory, name + ".py")
+    with open(path, "w") as f:
+        f.write(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure(template: str, count: int = 50) -> dict:
+    import autograph
+    times, ratios = [], []
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(count):
+            text = template.format(i=i)
+            module = _load(d, f"fresh_{abs(hash(template)) % 1000}_{i}", text)
+            fn = getattr(module, f"f{i}")
+            start = time.perf_counter()
+            code = autograph.to_code(fn)
+            times.append(time.perf_counter() - start)
+            src_lines = len(text.strip().split("\ndef ", 1)[1].splitlines()) + 1
+            ratios.append(len(code.strip().splitlines()) / src_lines)
+    return {"median_ms": 1e3 * statistics.median(times), "max_ms": 1e3 * max(times),
+            "lines_ratio": statistics.median(ratios)}
+
+
+def first_conversion_ms() -> float:
+    """Import autograph and convert one function in a fresh process."""
+    import subprocess
+    code = (
+        "import time, tempfile, os, importlib.util\n"
+        "d = tempfile.mkdtemp(); p = os.path.join(d, 'm.py')\n"
+        f"open(p, 'w').write({IFS.format(i=0)!r})\n"
+        "spec = importlib.util.spec_from_file_location('m', p); m = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(m)\n"
+        "import autograph\n"
+        "t = time.perf_counter(); autograph.to_code(m.f0); print(1e3 * (time.perf_counter() - t))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> dict:
+    results = {"nested_ifs": measure(IFS), "loops": measure(LOOPS),
+               "first_conversion_ms": first_conversion_ms()}
+    for name in ("nested_ifs", "loops"):
+        r = results[name]
+        print(f"to_code {name:11s} median {r['median_ms']:.2f} ms  max {r['max_ms']:.2f} ms  "
+              f"generated/source lines {r['lines_ratio']:.2f}")
+    print(f"first conversion in a fresh process: {results['first_conversion_ms']:.1f} ms")
+    return results
+
+
+if __name__ == "__main__":
+    main()
