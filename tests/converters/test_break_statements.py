@@ -1,0 +1,329 @@
+"""The `break` converter (and loop `else:`): golden output and behaviour."""
+
+import numpy as np
+
+from autograph.converters import break_statements
+from tests.helpers import assert_golden, check_equivalent
+
+
+# ---------------------------------------------------------------------------
+# Golden output
+
+
+def test_golden_docstring_example():
+    assert_golden("""
+        def f(x):
+            while x > 1:
+                if x % 7 == 0:
+                    break
+                x = x // 2
+            else:
+                x = 0
+            return x
+    """, """
+        def f(x):
+            did_break = False
+            while not did_break and x > 1:
+                if x % 7 == 0:
+                    did_break = True
+                else:
+                    x = x // 2
+            if not did_break:
+                x = 0
+            return x
+    """, passes=(break_statements,))
+
+
+def test_golden_docstring_example_full_pipeline():
+    assert_golden("""
+        def f(x):
+            while x > 1:
+                if x % 7 == 0:
+                    break
+                x = x // 2
+            else:
+                x = 0
+            return x
+    """, """
+        def f(x):
+            did_break = False
+            def loop_test(did_break, x):
+                return ag__.and_(ag__.not_(did_break), lambda: x > 1)
+            def loop_body(did_break, x):
+                def if_true(did_break, x):
+                    did_break = True
+                    return (did_break, x)
+                def if_false(did_break, x):
+                    x = x // 2
+                    return (did_break, x)
+                (did_break, x) = ag__.if_stmt(x % 7 == 0, if_true, if_false, (did_break, x), names=('did_break', 'x'))
+                return (did_break, x)
+            (did_break, x) = ag__.while_stmt(loop_test, loop_body, (did_break, x), names=('did_break', 'x'))
+            def if_true_1(x):
+                x = 0
+                return (x,)
+            (x,) = ag__.if_stmt(ag__.not_(did_break), if_true_1, None, (x,), names=('x',))
+            return x
+    """)
+
+
+def test_golden_for_else():
+    # A `for` cannot grow its test in syntax: the flag test is an annotation.
+    assert_golden("""
+        def f(xs):
+            s = 0.0
+            for x in xs:
+                if x < 0:
+                    break
+                s = s + x
+            else:
+                s = -s
+            return s
+    """, """
+        def f(xs):
+            s = 0.0
+            did_break = False
+            for x in xs:
+                if x < 0:
+                    did_break = True
+                else:
+                    s = s + x
+            if not did_break:
+                s = -s
+            return s
+    """, passes=(break_statements,))
+
+
+def test_golden_nested_break_guards_rest_of_body():
+    assert_golden("""
+        def f(x):
+            while x > 0:
+                if x > 10:
+                    if x > 100:
+                        break
+                    x = x - 10
+                x = x - 1
+            return x
+    """, """
+        def f(x):
+            did_break = False
+            while not did_break and x > 0:
+                if x > 10:
+                    if x > 100:
+                        did_break = True
+                    else:
+                        x = x - 10
+                if not did_break:
+                    x = x - 1
+            return x
+    """, passes=(break_statements,))
+
+
+def test_golden_for_break_uses_extra_test_and_does_not_carry_temporaries():
+    assert_golden("""
+        def f(xs):
+            s = 0.0
+            for x in xs:
+                t = x * x
+                if t > 4.0:
+                    break
+                s = s + t
+            return s
+    """, """
+        def f(xs):
+            s = 0.0
+            did_break = False
+            def loop_body(x, did_break, s):
+                t = x * x
+                def if_true(did_break, s):
+                    did_break = True
+                    return (did_break, s)
+                def if_false(did_break, s):
+                    s = s + t
+                    return (did_break, s)
+                (did_break, s) = ag__.if_stmt(t > 4.0, if_true, if_false, (did_break, s), names=('did_break', 's'))
+                return (did_break, s)
+            def loop_test(did_break, s):
+                return ag__.not_(did_break)
+            (did_break, s) = ag__.for_stmt(xs, loop_body, (did_break, s), names=('did_break', 's'), extra_test=loop_test)
+            return s
+    """)
+
+
+def test_golden_loop_without_break_keeps_else_unconditionally():
+    assert_golden("""
+        def f(x):
+            while x > 1:
+                x = x - 1
+            else:
+                x = x * 10
+            return x
+    """, """
+        def f(x):
+            while x > 1:
+                x = x - 1
+            x = x * 10
+            return x
+    """, passes=(break_statements,))
+
+
+# ---------------------------------------------------------------------------
+# Behaviour: plain Python vs converted vs jitted
+
+
+def while_break_else(x):
+    while x > 1:
+        if x % 7 == 0:
+            break
+        x = x // 2
+    else:
+        x = 0
+    return x
+
+
+def test_while_break_else_every_path():
+    # 0: no iteration (else); 14: break at once; 30: 15 -> 7, break;
+    # 3: 1, then else; 100: many iterations then else.
+    check_equivalent(while_break_else, *[(np.int32(v),) for v in (0, 14, 30, 3, 100)])
+
+
+def for_break_else(xs):
+    s = 0.0
+    for x in xs:
+        if x < 0:
+            break
+        s = s + x
+    else:
+        s = -s
+    return s
+
+
+def test_for_break_else_every_path():
+    check_equivalent(
+        for_break_else,
+        (np.zeros((0,), np.float32),),                      # empty: else
+        (np.array([-1.0, 2.0, 3.0], np.float32),),          # break at once
+        (np.array([1.0, 2.0, -3.0, 4.0], np.float32),),     # break in the middle
+        (np.array([1.0, 2.0, 3.0, -4.0], np.float32),),     # break at the last item
+        (np.array([1.0, 2.0, 3.0], np.float32),))           # no break: else
+
+
+def first_index_above(xs, limit):
+    idx = -1
+    for i in range(xs.shape[0]):
+        if xs[i] > limit:
+            idx = i
+            break
+    return idx
+
+
+def test_range_break_search():
+    xs = np.array([1.0, 5.0, 2.0, 7.0], np.float32)
+    check_equivalent(first_index_above, *[(xs, np.float32(v)) for v in (0.0, 4.0, 6.0, 9.0)])
+
+
+def break_in_traced_range(x, n):
+    for i in range(n):
+        if x > 100.0:
+            break
+        x = x * 3.0 + i
+    return x
+
+
+def test_break_in_range_with_traced_bound():
+    check_equivalent(break_in_traced_range, *[(np.float32(1.0), np.int32(n)) for n in (0, 1, 3, 10)])
+
+
+def test_break_in_static_range_is_masked_scan():
+    check_equivalent(break_in_traced_range, *[(np.float32(1.0), n) for n in (0, 1, 3, 10)],
+                     static_argnums=(1,))
+
+
+def nested_break(x):
+    while x > 0:
+        if x > 10:
+            if x > 100:
+                break
+            x = x - 10
+        x = x - 1
+    return x
+
+
+def test_break_nested_in_ifs():
+    check_equivalent(nested_break, *[(np.int32(v),) for v in (0, 5, 35, 150)])
+
+
+def while_true_break(x):
+    n = 0
+    while True:
+        n = n + 1
+        x = x * 2.0
+        if x > 50.0:
+            break
+    return x, n
+
+
+def test_while_true_with_break():
+    check_equivalent(while_true_break, (np.float32(100.0),), (np.float32(30.0),),
+                     (np.float32(0.5),))
+
+
+def inner_break_only(m):
+    total = 0.0
+    for row in m:
+        for v in row:
+            if v < 0:
+                break
+            total = total + v
+        total = total * 2.0
+    return total
+
+
+def test_break_leaves_only_the_inner_loop():
+    m = np.array([[1.0, -1.0, 5.0], [2.0, 3.0, 4.0], [-1.0, 9.0, 9.0]], np.float32)
+    check_equivalent(inner_break_only, (m,), (np.abs(m),))
+
+
+def outer_break_after_inner(m):
+    total = 0.0
+    for row in m:
+        for v in row:
+            total = total + v
+        if total > 10.0:
+            break
+    return total
+
+
+def test_break_in_outer_loop_after_inner_loop():
+    m = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    check_equivalent(outer_break_after_inner, (m,), (m * 0.1,))
+
+
+def break_then_continue(xs):
+    s = 0.0
+    for x in xs:
+        if x < 0:
+            continue
+        if x > 10:
+            break
+        s = s + x
+    return s
+
+
+def test_break_and_continue_in_one_loop():
+    check_equivalent(break_then_continue,
+                     (np.array([1.0, -2.0, 3.0, 11.0, 4.0], np.float32),),
+                     (np.array([-1.0, -2.0], np.float32),),
+                     (np.array([20.0, 1.0], np.float32),))
+
+
+def else_without_break(x):
+    while x > 1:
+        x = x - 1
+    else:
+        x = x * 10
+    return x
+
+
+def test_else_without_break_always_runs():
+    check_equivalent(else_without_break, (np.int32(0),), (np.int32(2),), (np.int32(7),))
