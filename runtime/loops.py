@@ -439,10 +439,35 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
                 return state
         x = seq.python_slice(k)
         if st_any_traced(state) or (x is not None and st_any_traced(x)):
-            return _scan_for(seq, k, body, state, names, extra_test)
+            try:
+                return _scan_for(seq, k, body, state, names, extra_test)
+            except _NEEDS_PYTHON_INDEX as e:
+                if seq.n - k > UNROLL_LIMIT:
+                    raise
+                _warn_unrolled(e)
+                return _python_for((seq.element(j, seq.python_slice(j)) for j in range(k, seq.n)),
+                                   body, state, names, extra_test)
         state = tuple(body(seq.element(k, x), *state))
         k += 1
     return state
+
+
+# A body that needs its loop index as a Python value (`layers[i]`, `range(i)`)
+# cannot be traced with a traced index; such loops run unrolled instead.
+_NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError)
+UNROLL_LIMIT = 1000
+
+
+def _warn_unrolled(error) -> None:
+    import warnings
+    loc = errors.current_location()
+    where = f"{loc.short}: " if loc is not None else ""
+    reason = str(error).strip().splitlines()[0]
+    warnings.warn(
+        f"{where}this `for` loop runs unrolled in Python, because its body uses the loop "
+        f"index or item as a Python value ({reason}); iterate over the Python list "
+        f"itself, or index arrays with the traced index, to stage it as one `lax.scan`",
+        stacklevel=3)
 
 
 def st_any_traced(tree) -> bool:

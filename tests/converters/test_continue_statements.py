@@ -107,8 +107,8 @@ def test_golden_flag_and_temporaries_are_not_carried():
         def f(xs):
             total = 0.0
             def loop_body(x, total):
-                t = x * x
                 did_continue = False
+                t = x * x
                 def if_true_1(did_continue, total):
                     def if_true(did_continue, total):
                         did_continue = True
