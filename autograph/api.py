@@ -65,8 +65,8 @@ def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
 
 
 def _converted_function(fn: types.FunctionType, recursive: bool) -> types.FunctionType:
-    if getattr(fn, "__autograph_generated__", False):
-        return fn
+    if getattr(fn, "__autograph_generated__", False) or errors.is_generated(fn.__code__.co_filename):
+        return fn  # converted already, or defined inside converted code
     new = loader.instantiate(_compile(fn, recursive), fn, _runtime())
     if fn.__name__ == "<lambda>":
         new.__name__ = "<lambda>"

@@ -23,3 +23,6 @@ class Context:
     recursive: bool = True
     # For methods that use zero-argument `super()`: `("__class__", "self")`.
     super_args: tuple[str, str] | None = None
+    # Flags set by lowered jumps (`did_break`, ...): a value left unassigned on
+    # a path where one of them is set is never read, since the rest is guarded.
+    jump_flags: set = dataclasses.field(default_factory=set)

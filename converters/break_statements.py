@@ -76,6 +76,7 @@ class _Transformer(gast.NodeTransformer):
         if not jumps.contains(node.body, lambda n: isinstance(n, gast.Break), False):
             return [node] + orelse
         jump = _Break(self.ctx.namer.new("did_break"))
+        self.ctx.jump_flags.add(jump.flag)
         node.body, _, _ = jumps.lower(node.body, jump)
         add_loop_test(node, not_flag(jump.flag))
         out = [jumps.flag_set(jump.flag, False, node), node]

@@ -37,6 +37,7 @@ class _Transformer(gast.NodeTransformer):
         if not jumps.contains(node.body, lambda n: isinstance(n, gast.Continue), False):
             return node
         jump = _Continue(self.ctx.namer.new("did_continue"))
+        self.ctx.jump_flags.add(jump.flag)
         body, _, _ = jumps.lower(node.body, jump)
         if jump.flag_read:
             node.body = [jumps.flag_set(jump.flag, False, node)] + body

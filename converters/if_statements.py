@@ -13,7 +13,9 @@ that are live after it; its parameters are the modified names a branch reads
 before (or without) assigning them, passed in as the tuple after the branch
 functions. A name no path has bound yet is passed as ``ag__.Undefined('y')``
 so the runtime can say which variable a branch left unset. With no `else`,
-``None`` stands for a branch that hands its parameters back unchanged.
+``None`` stands for a branch that hands its parameters back unchanged. When
+outputs include flags of lowered jumps (``did_return``), ``exits=`` names
+them: a variable left unassigned on a path that has jumped is never read.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ _BRANCH = templates.Template("""
         return OUTPUTS
 """)
 _CALL = templates.Template("OUTPUTS = ag__.if_stmt(TEST, TRUE_FN, FALSE_FN, INIT, names=NAMES)")
+_CALL_EXITS = templates.Template(
+    "OUTPUTS = ag__.if_stmt(TEST, TRUE_FN, FALSE_FN, INIT, names=NAMES, exits=EXITS)")
 _CALL_NO_OUTPUTS = templates.Template("ag__.if_stmt(TEST, TRUE_FN, FALSE_FN, INIT, names=())")
 
 
@@ -121,10 +125,16 @@ class _Transformer(FunctionScopes):
         else:
             false_ref = templates.literal(None)
         init = state_init(params, anno.get(node, Anno.DEFINED_IN), node)
+        # `exits=` matters only where an output may still be unbound (see the docstring)
+        unbound = set(outputs) - anno.get(node, Anno.DEFINED_IN)
+        exits = tuple(o for o in outputs if o in self.ctx.jump_flags) if unbound else ()
         if outputs:
-            stmts += _CALL.substitute(node, OUTPUTS=outputs, TEST=node.test, TRUE_FN=true_fn,
-                                      FALSE_FN=false_ref, INIT=init,
-                                      NAMES=templates.literal(outputs))
+            args = dict(OUTPUTS=outputs, TEST=node.test, TRUE_FN=true_fn, FALSE_FN=false_ref,
+                        INIT=init, NAMES=templates.literal(outputs))
+            if exits:
+                stmts += _CALL_EXITS.substitute(node, EXITS=templates.literal(exits), **args)
+            else:
+                stmts += _CALL.substitute(node, **args)
         else:
             stmts += _CALL_NO_OUTPUTS.substitute(node, TEST=node.test, TRUE_FN=true_fn,
                                                  FALSE_FN=false_ref, INIT=init)

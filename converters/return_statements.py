@@ -82,6 +82,7 @@ class _Transformer(gast.NodeTransformer):
         if not _needs_lowering(node.body):
             return node
         jump = _Return(self.ctx.namer.new("did_return"), self.ctx.namer.new("retval"))
+        self.ctx.jump_flags.add(jump.flag)
         body, _, always = jumps.lower(node.body, jump)
         prologue = []
         if jump.flag_read:

@@ -17,7 +17,7 @@ from .values import (UndefinedReturn, describe, is_python_number, is_traced,
 _RETVAL = re.compile(r"^retval(_\d+)?$")
 
 
-def if_stmt(pred, true_fn, false_fn, init, *, names):
+def if_stmt(pred, true_fn, false_fn, init, *, names, exits=()):
     """Runs a converted `if` statement, in Python or as ``lax.cond``.
 
     The semantics are given by this Python implementation::
@@ -29,7 +29,9 @@ def if_stmt(pred, true_fn, false_fn, init, *, names):
         else:
             return init[:len(names)]
 
-    ``names`` are the variables the branches return, for error messages. When
+    ``names`` are the variables the branches return, for error messages;
+    ``exits`` those among them that flag a lowered ``return``/``break``/
+    ``continue`` (the code after it runs only where the flag is false). When
     ``pred`` is traced both branches are staged as one ``lax.cond``. Each output
     must then agree between the branches: the same pytree structure, the same
     shapes, and the same value for Python objects such as strings. Differing
@@ -48,7 +50,7 @@ def if_stmt(pred, true_fn, false_fn, init, *, names):
         if false_fn is not None:
             return tuple(false_fn(*init))
         return tuple(init[:len(names)])
-    return _staged(c, true_fn, false_fn, tuple(init), tuple(names))
+    return _staged(c, true_fn, false_fn, tuple(init), tuple(names), tuple(exits))
 
 
 def if_exp(pred, true_thunk, false_thunk):
@@ -57,7 +59,7 @@ def if_exp(pred, true_thunk, false_thunk):
     if not is_traced(c):
         return true_thunk() if c else false_thunk()
     (out,) = _staged(c, lambda: (true_thunk(),), lambda: (false_thunk(),), (),
-                     ("the conditional expression",))
+                     ("the value of the conditional expression",))
     return out
 
 
@@ -114,7 +116,7 @@ def _same(sig_a, sig_b) -> bool:
     return True
 
 
-def _staged(pred, true_fn, false_fn, init, names):
+def _staged(pred, true_fn, false_fn, init, names, exits=()):
     records = {}
 
     def first(fn, key):
@@ -132,7 +134,7 @@ def _staged(pred, true_fn, false_fn, init, names):
     else:
         if _same(records["t"].signature(), records["f"].signature()):
             return _rebuild_like(records["t"], arrays)
-    spec = _merge(records["t"], records["f"], names)
+    spec = _merge(records["t"], records["f"], names, exits)
 
     def second(fn):
         def run():
@@ -155,12 +157,24 @@ def _rebuild_like(rec, arrays):
 # A merged spec, per name: (treedef, [("array", shape, dtype, weak) | ("static", value)]),
 # plus which branch (if any) leaves the return value undefined.
 
-def _merge(t: _Record, f: _Record, names):
+def _q(name: str) -> str:
+    """A variable name in backticks; a description (not a name) as it is."""
+    return f"`{name}`" if name.isidentifier() else name
+
+
+def _jumped(record: _Record, names, exits) -> bool:
+    """Whether a branch certainly took a lowered jump (an exit flag is True)."""
+    return any(record.values[names.index(e)] is True for e in exits)
+
+
+def _merge(t: _Record, f: _Record, names, exits=()):
     spec = []
     for name, vt, vf, (tt, lt), (tf, lf) in zip(names, t.values, f.values, t.flat, f.flat):
-        if isinstance(vt, UndefinedReturn) or isinstance(vf, UndefinedReturn):
-            defined = (tf, lf) if isinstance(vt, UndefinedReturn) else (tt, lt)
-            if isinstance(vt, UndefinedReturn) and isinstance(vf, UndefinedReturn):
+        unread = ((is_undefined(vt) and not is_undefined(vf) and _jumped(t, names, exits))
+                  or (is_undefined(vf) and not is_undefined(vt) and _jumped(f, names, exits)))
+        if isinstance(vt, UndefinedReturn) or isinstance(vf, UndefinedReturn) or unread:
+            defined = (tf, lf) if is_undefined(vt) else (tt, lt)
+            if is_undefined(vt) and is_undefined(vf):
                 spec.append((tt, [("static", vt)]))
                 continue
             spec.append((defined[0], [_leaf_spec_alone(x) for x in defined[1]]))
@@ -170,10 +184,10 @@ def _merge(t: _Record, f: _Record, names):
             assigned = "false" if missing == "true" else "true"
             raise errors.BranchError(
                 "a variable used after an array-dependent `if` must be set on every branch",
-                observed=f"`{name}` is assigned on the {assigned} branch but not on the "
+                observed=f"{_q(name)} is assigned on the {assigned} branch but not on the "
                          f"{missing} branch, and the condition is only known at run time",
                 variable=name,
-                fix=f"initialize `{name}` before the `if` (or assign it on both branches)")
+                fix=f"initialize {_q(name)} before the `if` (or assign it on both branches)")
         if tt != tf or len(lt) != len(lf):
             raise _structure_error(name, vt, vf)
         leaves = []
@@ -197,10 +211,10 @@ def _leaf_spec(name, a, b):
         if sa[0] != sb[0]:
             raise errors.BranchError(
                 "a variable must have the same shape on both branches of an array-dependent `if`",
-                observed=f"`{name}` has shape {sa[0]} on the true branch but shape {sb[0]} "
+                observed=f"{_q(name)} has shape {sa[0]} on the true branch but shape {sb[0]} "
                          f"on the false branch",
                 variable=name,
-                fix=f"give `{name}` one shape on both branches (e.g. with `jnp.broadcast_to` "
+                fix=f"give {_q(name)} one shape on both branches (e.g. with `jnp.broadcast_to` "
                     f"or `jnp.zeros_like`), or use `jnp.where` for an elementwise choice")
         dtype, weak = st.promote(sa, sb)
         return ("array", sa[0], dtype, weak)
@@ -208,10 +222,10 @@ def _leaf_spec(name, a, b):
         return ("static", a)
     raise errors.BranchError(
         "a Python value must be the same on both branches of an array-dependent `if`",
-        observed=f"`{name}` is {describe(a)} on the true branch but {describe(b)} on the "
+        observed=f"{_q(name)} is {describe(a)} on the true branch but {describe(b)} on the "
                  f"false branch; staged code cannot choose between Python objects at run time",
         variable=name,
-        fix=f"compute `{name}` outside the `if`, make it the same on both branches, or "
+        fix=f"compute {_q(name)} outside the `if`, make it the same on both branches, or "
             f"make it an array on both")
 
 
@@ -226,16 +240,16 @@ def _structure_error(name, vt, vf):
             fix="add a `return` on every path (for example at the end of the function)")
     return errors.BranchError(
         "a variable must have the same structure on both branches of an array-dependent `if`",
-        observed=f"`{name}` is {describe(vt)} on the true branch but {describe(vf)} on the "
+        observed=f"{_q(name)} is {describe(vt)} on the true branch but {describe(vf)} on the "
                  f"false branch",
         variable=name,
-        fix=f"give `{name}` the same structure (pytree, list length, None-ness) on both branches")
+        fix=f"give {_q(name)} the same structure (pytree, list length, None-ness) on both branches")
 
 
 def _cast(values, spec):
     out = []
     for value, (treedef, leaf_specs) in zip(values, spec):
-        if isinstance(value, UndefinedReturn):
+        if is_undefined(value):  # never read on this path (see `_merge`)
             for s in leaf_specs:
                 if s[0] == "array":
                     out.append(jnp.zeros(s[1], s[2]))

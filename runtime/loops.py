@@ -23,6 +23,8 @@ type, shape or structure changes across an iteration raises
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,11 +97,33 @@ class _ZipSeq(_Seq):
         return tuple(s.element(k, xi) for s, xi in zip(self.seqs, x))
 
 
-class TracedRange:
+class _TracedSeq:
+    """A sequence whose length is traced: staged as one ``lax.while_loop``.
+
+    ``length`` is a traced int; ``element(k)`` makes the item at the traced
+    index ``k``.
+    """
+
+    def __init__(self, length, element):
+        self.length, self.element = length, element
+
+
+class TracedRange(_TracedSeq):
     """``range(start, stop, step)`` where a bound is traced."""
 
     def __init__(self, start, stop, step):
         self.start, self.stop, self.step = start, stop, step
+        toward = 1 if step > 0 else -1
+        length = jnp.maximum((jnp.asarray(stop) - start + step - toward) // step, 0)
+        super().__init__(length, lambda k: st.convert(start + k * step, np.int32, True))
+
+
+def _dynamic_element(seq, k):
+    """Item ``k`` (traced) of a static or traced sequence."""
+    if isinstance(seq, _TracedSeq):
+        return seq.element(k)
+    x = None if seq.xs is None else jax.tree_util.tree_map(lambda a: jnp.asarray(a)[k], seq.xs)
+    return seq.element(k, x)
 
 
 def _as_seq(it):
@@ -139,13 +163,20 @@ def range_(*args):
 
 def enumerate_(iterable, start=0):
     """``enumerate``; stays stageable when ``iterable`` is a range or an array."""
+    if isinstance(iterable, _TracedSeq):
+        return _TracedSeq(iterable.length, lambda k: (
+            st.convert(start + k, np.int32, True), iterable.element(k)))
     seq = _as_seq(iterable)
     return enumerate(iterable, start) if seq is None else _EnumerateSeq(seq, start)
 
 
 def zip_(*iterables):
     """``zip``; stays stageable when every iterable is a range or an array."""
-    seqs = [_as_seq(it) for it in iterables]
+    seqs = [it if isinstance(it, _TracedSeq) else _as_seq(it) for it in iterables]
+    if any(isinstance(s, _TracedSeq) for s in seqs) and all(s is not None for s in seqs):
+        lengths = [s.length if isinstance(s, _TracedSeq) else s.n for s in seqs]
+        length = functools.reduce(jnp.minimum, lengths)
+        return _TracedSeq(length, lambda k: tuple(_dynamic_element(s, k) for s in seqs))
     if iterables and all(s is not None for s in seqs):
         return _ZipSeq(seqs)
     return zip(*iterables)
@@ -153,6 +184,9 @@ def zip_(*iterables):
 
 def reversed_(seq):
     """``reversed``; stays stageable for ranges and arrays."""
+    if isinstance(seq, TracedRange):
+        last = seq.start + (seq.length - 1) * seq.step
+        return TracedRange(last, last - seq.length * seq.step, -seq.step)
     if isinstance(seq, range):
         return seq[::-1]
     if is_array(seq) and np.ndim(seq) >= 1:
@@ -361,10 +395,10 @@ def _prepare(values, names, loop, step, may_skip: bool):
     return values
 
 
-def _staged_while(test, body, state, names, opts):
+def _staged_while(test, body, state, names, opts, loop="while"):
     maximum = opts.get("maximum_iterations")
-    state = _prepare(state, names, "while", lambda s: tuple(body(*s)), may_skip=True)
-    carry = _Carry(state, names, "while")
+    state = _prepare(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
+    carry = _Carry(state, names, loop)
     lengths = {n: len(v) for n, v in zip(names, state) if isinstance(v, list)}
 
     def body_arrays(arrays):
@@ -380,7 +414,7 @@ def _staged_while(test, body, state, names, opts):
         return carry.check(out, arrays)
 
     def cond_arrays(arrays):
-        c = condition(test(*carry.unflatten(arrays)), "a `while` loop")
+        c = condition(test(*carry.unflatten(arrays)), f"a `{loop}` loop")
         return jnp.asarray(c, dtype=bool)
 
     if maximum is None:
@@ -424,8 +458,8 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
     """
     state = tuple(init)
     names = tuple(names)
-    if isinstance(iterable, TracedRange):
-        return _traced_range_for(iterable, body, state, names, extra_test)
+    if isinstance(iterable, _TracedSeq):
+        return _traced_seq_for(iterable, body, state, names, extra_test)
     seq = _as_seq(iterable)
     if seq is None:
         return _python_for(iterable, body, state, names, extra_test)
@@ -567,22 +601,17 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
     return tuple(values)
 
 
-def _traced_range_for(r: TracedRange, body, state, names, extra_test):
-    start = st.as_array(r.start) if not is_array(r.start) else r.start
-    stop = r.stop
-    step = r.step
-
-    def test(i, *s):
-        more = (i < stop) if step > 0 else (i > stop)
+def _traced_seq_for(seq: _TracedSeq, body, state, names, extra_test):
+    def test(k, *s):
+        more = k < seq.length
         if extra_test is not None:
             from .logical import and_
             return and_(more, lambda: extra_test(*s))
         return more
 
-    def loop_body(i, *s):
-        return (i + step,) + tuple(body(i, *s))
+    def loop_body(k, *s):
+        return (k + 1,) + tuple(body(seq.element(k), *s))
 
-    i0 = st.convert(jnp.asarray(start), np.int32, True)
-    out = _staged_while(lambda i, *s: test(i, *s), loop_body, (i0,) + tuple(state),
-                        ("<range index>",) + tuple(names), {})
+    out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
+                        ("<loop index>",) + tuple(names), {}, loop="for")
     return tuple(out[1:])

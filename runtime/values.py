@@ -17,19 +17,26 @@ class Undefined:
     raises ``UnboundLocalError`` in Python.
     """
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "where")
 
     def __init__(self, name: str):
         object.__setattr__(self, "name", name)
+        # the `if` or loop that may leave it unassigned, for the error message
+        object.__setattr__(self, "where", errors.current_location())
 
     def __repr__(self) -> str:
         return f"Undefined({self.name!r})"
 
     def _fail(self, *args, **kwargs):
+        where = self.where
+        observed = f"no path through the code before this point assigns `{self.name}`"
+        if where is not None:
+            observed = (f"the statement at line {where.lineno} does not assign `{self.name}` "
+                        f"on the path that ran")
         raise errors.UndefinedVariableError(
             f"`{self.name}` is used before it is assigned",
-            observed=f"no path through the code before this point assigns `{self.name}`",
-            variable=self.name,
+            observed=observed, variable=self.name,
+            location=errors.current_location() or where,
             fix=f"assign `{self.name}` before the `if` or loop that sets it, on every path")
 
     def __getattr__(self, attr):

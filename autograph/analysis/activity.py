@@ -110,6 +110,11 @@ class _Collector(gast.NodeVisitor):
                 self.modified.add(root)
         self.generic_visit(node)
 
+    def visit_AugAssign(self, node: gast.AugAssign):
+        if isinstance(node.target, gast.Name):
+            self.reads.add(node.target.id)  # `y += x` reads `y` before rebinding it
+        self.generic_visit(node)
+
     def visit_NamedExpr(self, node: gast.NamedExpr):
         self.visit(node.value)
         self.visit(node.target)

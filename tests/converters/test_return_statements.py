@@ -1,0 +1,302 @@
+"""The `return` converter: golden output, early returns, missing returns."""
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from autograph import errors
+from autograph.converters import return_statements
+from tests.helpers import assert_golden, check_equivalent
+
+F32 = np.float32
+
+
+def _where(fn, snippet):
+    lines, start = inspect.getsourcelines(fn)
+    for i, text in enumerate(lines):
+        if snippet in text:
+            return rf"test_return_statements\.py:{start + i}:"
+    raise AssertionError(snippet)
+
+
+# ---------------------------------------------------------------------------
+# Golden output
+
+
+def test_golden_docstring_example_return_pass_alone():
+    assert_golden("""
+        def f(x):
+            if x > 0:
+                return x * 2
+            y = -x
+            return y
+    """, """
+        def f(x):
+            if x > 0:
+                retval = x * 2
+            else:
+                y = -x
+                retval = y
+            return retval
+    """, passes=(return_statements,))
+
+
+def test_golden_docstring_example_full_pipeline():
+    assert_golden("""
+        def f(x):
+            if x > 0:
+                return x * 2
+            y = -x
+            return y
+    """, """
+        def f(x):
+            def if_true():
+                retval = x * 2
+                return (retval,)
+            def if_false():
+                y = -x
+                retval = y
+                return (retval,)
+            (retval,) = ag__.if_stmt(x > 0, if_true, if_false, (), names=('retval',))
+            return retval
+    """)
+
+
+def test_golden_returns_in_both_branches():
+    assert_golden("""
+        def f(x):
+            if x > 0:
+                return x
+            else:
+                return -x
+    """, """
+        def f(x):
+            if x > 0:
+                retval = x
+            else:
+                retval = -x
+            return retval
+    """, passes=(return_statements,))
+
+
+def test_golden_single_exit_is_untouched():
+    assert_golden("""
+        def f(x):
+            y = x + 1
+            return y
+    """, """
+        def f(x):
+            y = x + 1
+            return y
+    """)
+
+
+def test_golden_falling_off_the_end_starts_with_none():
+    assert_golden("""
+        def f(x):
+            if x > 0:
+                return x
+    """, """
+        def f(x):
+            retval = None
+            if x > 0:
+                retval = x
+            return retval
+    """, passes=(return_statements,))
+
+
+def test_golden_bare_return_is_none():
+    assert_golden("""
+        def f(x):
+            if x > 0:
+                return
+            return x
+    """, """
+        def f(x):
+            if x > 0:
+                retval = None
+            else:
+                retval = x
+            return retval
+    """, passes=(return_statements,))
+
+
+def test_golden_return_at_depth_two_uses_a_flag():
+    assert_golden("""
+        def f(x, z):
+            if x > 0:
+                if z > 0:
+                    return 1.0
+            return 2.0
+    """, """
+        def f(x, z):
+            did_return = False
+            retval = ag__.UndefinedReturn()
+            if x > 0:
+                if z > 0:
+                    retval = 1.0
+                    did_return = True
+            if not did_return:
+                retval = 2.0
+                did_return = True
+            return retval
+    """, passes=(return_statements,))
+
+
+# ---------------------------------------------------------------------------
+# Behaviour
+
+
+def early_return(x):
+    if x > 0:
+        return x * 2.0
+    y = -x
+    return y * 3.0
+
+
+def both_branches(x):
+    if x > 0:
+        return x + 1.0
+    else:
+        return x - 1.0
+
+
+def depth_two(x, z):
+    if x > 0:
+        if z > 0:
+            return x + z
+    return x - z
+
+
+def depth_three(x, z):
+    if x > 0:
+        if z > 0:
+            if x > z:
+                return x * z
+            w = x + z
+        else:
+            w = x - z
+        return w * 2.0
+    return -x
+
+
+def depth_two_with_fallthrough_variable(x, z):
+    if x > 0:
+        if z > 0:
+            return x + z
+        y = x - z
+    else:
+        y = z
+    y = y * 2.0
+    return y
+
+
+def return_in_loop(x):
+    for i in range(3):
+        if x > i:
+            return x * i
+    return -x
+
+
+def returns_pytree(x):
+    if x > 0:
+        return {"a": x, "b": (x, x * 2.0)}
+    return {"a": -x, "b": (x * 3.0, x)}
+
+
+def returns_int_or_float(x):
+    if x > 0:
+        return 0
+    return x
+
+
+def test_early_return():
+    check_equivalent(early_return, (F32(2.0),), (F32(-3.0),))
+
+
+def test_returns_in_both_branches():
+    check_equivalent(both_branches, (F32(2.0),), (F32(-3.0),))
+
+
+def test_return_at_depth_two():
+    check_equivalent(depth_two, (F32(1.0), F32(2.0)), (F32(1.0), F32(-2.0)),
+                     (F32(-1.0), F32(2.0)))
+
+
+def test_return_at_depth_three():
+    check_equivalent(depth_three, (F32(3.0), F32(2.0)), (F32(1.0), F32(2.0)),
+                     (F32(1.0), F32(-2.0)), (F32(-1.0), F32(2.0)))
+
+
+def test_return_at_depth_two_with_variable_set_only_where_it_is_used():
+    # `y` is unset only on the path that has already returned; every path
+    # returns a value, so this is valid Python that jit should accept.
+    check_equivalent(depth_two_with_fallthrough_variable, (F32(1.0), F32(2.0)),
+                     (F32(1.0), F32(-2.0)), (F32(-1.0), F32(2.0)))
+
+
+def test_return_in_loop():
+    check_equivalent(return_in_loop, (F32(0.5),), (F32(5.0),), (F32(-1.0),))
+
+
+def test_return_pytree():
+    check_equivalent(returns_pytree, (F32(2.0),), (F32(-3.0),))
+
+
+def test_returned_dtypes_are_promoted():
+    check_equivalent(returns_int_or_float, (F32(2.0),), (F32(-3.0),))
+    out = jax.jit(autograph.convert(returns_int_or_float))(jnp.float32(2.0))
+    assert out.dtype == jnp.result_type(jnp.float32, 0)
+
+
+def test_grad_through_early_return():
+    g = jax.jit(jax.grad(autograph.convert(early_return)))
+    for v in (2.0, -3.0):
+        np.testing.assert_allclose(g(jnp.float32(v)), jax.grad(early_return)(v))
+
+
+# Falling off the end
+
+
+def falls_off(x):
+    if x > 0:
+        return x * 2.0
+
+
+def bare_return(x):
+    if x > 0:
+        return
+    return x
+
+
+def falls_off_static(x, flag):
+    if flag:
+        return x * 2.0
+
+
+@pytest.mark.parametrize("fn", [falls_off, bare_return])
+def test_missing_return_on_python_condition_is_like_python(fn):
+    cf = autograph.convert(fn)
+    for v in (F32(2.0), F32(-3.0)):
+        assert cf(v) == fn(v)
+    assert cf(F32(-3.0) if fn is falls_off else F32(3.0)) is None
+
+
+def test_missing_return_on_static_condition_under_jit():
+    jf = jax.jit(autograph.convert(falls_off_static), static_argnums=1)
+    np.testing.assert_allclose(jf(jnp.float32(2.0), True), falls_off_static(2.0, True))
+    assert jf(jnp.float32(2.0), False) is None
+
+
+@pytest.mark.parametrize("fn", [falls_off, bare_return])
+def test_missing_return_on_traced_condition_is_an_error(fn):
+    with pytest.raises(errors.BranchError, match=_where(fn, "if x > 0")) as e:
+        jax.jit(autograph.convert(fn))(jnp.float32(1.0))
+    msg = str(e.value)
+    assert "every path" in msg and "return a value" in msg
+    assert "observed:" in msg and "variable:" in msg and "fix:" in msg
+    assert "return" in msg.split("fix:")[1]

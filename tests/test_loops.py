@@ -1,0 +1,963 @@
+"""Loop semantics of converted code: staging, carried state, errors, transforms."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from autograph import BranchError, ConditionError, LoopStateError, UndefinedVariableError
+from tests.helpers import check_equivalent
+
+conv = autograph.convert
+
+
+def _line(fn, text: str) -> int:
+    """The absolute line number of the first line of ``fn`` containing ``text``."""
+    lines, start = inspect.getsourcelines(fn)
+    for k, line in enumerate(lines):
+        if text in line:
+            return start + k
+    raise AssertionError(f"{text!r} not in {fn.__name__}")
+
+
+def _where(fn, text: str) -> str:
+    return rf"^\S*test_loops\.py:{_line(fn, text)}: "
+
+
+def _primitives(jaxpr) -> set:
+    names = set()
+
+    def walk(jx):
+        for eqn in jx.eqns:
+            names.add(eqn.primitive.name)
+            for v in eqn.params.values():
+                subs = v if isinstance(v, (tuple, list)) else [v]
+                for s in subs:
+                    if hasattr(s, "jaxpr"):
+                        walk(s.jaxpr if hasattr(s.jaxpr, "eqns") else s.jaxpr.jaxpr)
+                    elif hasattr(s, "eqns"):
+                        walk(s)
+
+    walk(jaxpr.jaxpr)
+    return names
+
+
+# ---------------------------------------------------------------------------
+# A Python condition that becomes traced
+
+
+def count_up(n):
+    i = 0
+    s = 0
+    while i < n:
+        s = s + i
+        i = i + 1
+    return s
+
+
+def test_python_start_traced_bound():
+    check_equivalent(count_up, *[(np.int32(n),) for n in (0, 1, 6)])
+    assert "while" in _primitives(jax.make_jaxpr(conv(count_up))(3))
+
+
+def grow_until(x, y):
+    x = 1.0  # Python float: the first test is Python
+    n = 0
+    while x < 100.0:
+        x = x * y  # traced from the first iteration on
+        n = n + 1
+    return x, n
+
+
+def test_condition_becomes_traced_after_first_iteration():
+    check_equivalent(grow_until, (None, np.float32(3.0)), (None, np.float32(150.0)))
+
+
+def python_iterations_then_staged(x):
+    s = 0.0
+    for i in range(5):
+        if i == 2:
+            s = s + x  # state becomes traced at i == 2
+        s = s * 2.0 + i
+    return s
+
+
+def test_for_state_becomes_traced_mid_loop():
+    check_equivalent(python_iterations_then_staged, (np.float32(1.5),))
+
+
+def test_python_only_loop_runs_in_python_under_jit():
+    calls = []
+
+    def side(i):
+        calls.append(i)
+        return i
+
+    def f(x):
+        s = 0
+        i = 0
+        while i < 3:
+            s = s + side(i)
+            i = i + 1
+        return x + s
+
+    out = jax.jit(conv(f))(jnp.float32(1.0))
+    assert float(out) == 4.0
+    assert calls == [0, 1, 2]  # plain Python iterations, traced once
+
+
+# ---------------------------------------------------------------------------
+# Variables first assigned in the loop
+
+
+def last_double(xs):
+    for x in xs:
+        y = x * 2.0
+    return y
+
+
+def test_first_assigned_in_body_static_trip_count():
+    check_equivalent(last_double, (np.array([1.0], np.float32),),
+                     (np.arange(1.0, 5.0, dtype=np.float32),))
+
+
+def last_in_range(x):
+    for i in range(4):
+        y = x * i
+    return y
+
+
+def test_first_assigned_in_body_static_range():
+    check_equivalent(last_in_range, (np.float32(3.0),))
+
+
+def first_assigned_then_read(xs):
+    for x in xs:
+        if x > 0:
+            z = x
+        else:
+            z = -x
+        w = z + 1.0
+    return w, z
+
+
+def first_assigned_with_break(xs):
+    for x in xs:
+        y = x * 2.0
+        if y > 5.0:
+            break
+    return y
+
+
+def test_first_assigned_in_body_masked_scan():
+    xs = np.array([1.0, 3.0, 2.0, 9.0], np.float32)
+    check_equivalent(first_assigned_with_break, (xs,), (xs * 0.1,), (xs[:1],))
+
+
+def test_first_assigned_in_both_branches_in_body():
+    check_equivalent(first_assigned_then_read, (np.array([1.0, -4.0], np.float32),))
+
+
+def zero_trip_unassigned():
+    for i in range(0):
+        y = i
+    return y
+
+
+def test_zero_static_trip_count_then_use_is_unbound():
+    with pytest.raises(UnboundLocalError):
+        zero_trip_unassigned()
+    with pytest.raises(UndefinedVariableError, match="y"):
+        conv(zero_trip_unassigned)()
+
+
+def undefined_in_while(x, n):
+    i = 0
+    while i < n:
+        y = x * i
+        i = i + 1
+    return y
+
+
+def test_error_undefined_with_traced_trip_count_while():
+    with pytest.raises(LoopStateError) as e:
+        jax.jit(conv(undefined_in_while))(jnp.float32(2.0), jnp.int32(3))
+    assert re.search(_where(undefined_in_while, "while i < n"), str(e.value))
+    msg = str(e.value)
+    assert "variable: y" in msg
+    assert "observed:" in msg and "fix:" in msg
+    assert "initialize `y` before the loop" in msg
+
+
+def undefined_in_traced_range(x, n):
+    for i in range(n):
+        y = x * i
+    return y
+
+
+def test_error_undefined_with_traced_range():
+    with pytest.raises(LoopStateError) as e:
+        jax.jit(conv(undefined_in_traced_range))(jnp.float32(2.0), jnp.int32(3))
+    msg = str(e.value)
+    assert re.search(_where(undefined_in_traced_range, "for i in range(n)"), msg)
+    assert "variable: y" in msg and "initialize `y` before the loop" in msg
+    # The message should name the user's loop: a `for`, not a `while`.
+    assert "`for`" in msg.splitlines()[0], msg.splitlines()[0]
+
+
+def initialized_then_traced_range(x, n):
+    y = 0.0
+    for i in range(n):
+        y = x * i
+    return y
+
+
+def test_initialized_before_traced_range_works():
+    check_equivalent(initialized_then_traced_range,
+                     *[(np.float32(2.0), np.int32(n)) for n in (0, 1, 4)])
+
+
+# ---------------------------------------------------------------------------
+# dtypes: weak types adapt, strong changes are errors
+
+
+def weak_sum_for(xs):
+    s = 0
+    for x in xs:
+        s += x
+    return s
+
+
+def weak_sum_while(x, n):
+    s = 0
+    i = 0
+    while i < n:
+        s += x
+        i += 1
+    return s
+
+
+def weak_sum_break(xs):
+    s = 0
+    for x in xs:
+        if x < 0:
+            break
+        s = s + x
+    return s
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.int32])
+def test_weak_start_adapts_in_scan(dtype):
+    xs = jnp.arange(1, 4, dtype=dtype)
+    want = weak_sum_for(xs)  # eager plain Python on arrays
+    got = jax.jit(conv(weak_sum_for))(xs)
+    assert got.dtype == want.dtype == dtype
+    assert got.weak_type == want.weak_type
+    assert float(got) == float(want)
+
+
+def test_weak_start_adapts_in_while_loop():
+    x = jnp.float32(1.5)
+    want = weak_sum_while(x, 3)
+    got = jax.jit(conv(weak_sum_while))(x, jnp.int32(3))
+    assert got.dtype == want.dtype == jnp.float32
+    assert not got.weak_type
+    assert float(got) == float(want)
+
+
+def weak_sum_bounded(x, n):
+    s = 0
+    i = 0
+    while i < n:
+        autograph.set_loop_options(maximum_iterations=10)
+        s = s + x
+        i = i + 1
+    return s
+
+
+def test_weak_start_adapts_in_bounded_while():
+    x = jnp.float32(1.5)
+    want = weak_sum_bounded(x, 3)
+    got = jax.jit(conv(weak_sum_bounded))(x, jnp.int32(3))
+    assert got.dtype == want.dtype == jnp.float32
+    assert not got.weak_type
+    assert float(got) == float(want) == 4.5
+
+
+def test_weak_start_adapts_in_masked_scan():
+    xs = jnp.array([1.0, 2.0, -1.0, 5.0], jnp.float32)
+    want = weak_sum_break(xs)
+    got = jax.jit(conv(weak_sum_break))(xs)
+    assert got.dtype == want.dtype == jnp.float32
+    assert float(got) == float(want) == 3.0
+
+
+def weak_float_with_ints(xs):
+    s = 0.5
+    for x in xs:
+        s = s + x
+    return s
+
+
+def test_weak_float_start_with_int_items():
+    xs = jnp.arange(4, dtype=jnp.int32)
+    want = weak_float_with_ints(xs)
+    got = jax.jit(conv(weak_float_with_ints))(xs)
+    assert got.dtype == want.dtype
+    assert got.weak_type == want.weak_type
+    assert float(got) == float(want)
+
+
+def reset_to_python_zero(x, n):
+    acc = x
+    i = 0
+    while i < n:
+        acc = 0
+        i = i + 1
+    return acc
+
+
+def test_python_scalar_assigned_to_strong_carry_keeps_dtype():
+    got = jax.jit(conv(reset_to_python_zero))(jnp.float32(3.0), jnp.int32(2))
+    assert got.dtype == jnp.float32 and float(got) == 0.0
+
+
+def halve_while(n):
+    while n > 1:
+        n = n / 2
+    return n
+
+
+def test_error_dtype_change_while():
+    with pytest.raises(LoopStateError) as e:
+        jax.jit(conv(halve_while))(jnp.int32(8))
+    msg = str(e.value)
+    assert re.search(_where(halve_while, "while n > 1"), msg)
+    assert "variable: n" in msg
+    assert "int32" in msg and "float32" in msg
+    assert "fix:" in msg and "cast `n` before the loop" in msg
+
+
+def halve_for(n):
+    for i in range(3):
+        n = n / 2
+    return n
+
+
+def test_error_dtype_change_for():
+    with pytest.raises(LoopStateError) as e:
+        jax.jit(conv(halve_for))(jnp.int32(8))
+    msg = str(e.value)
+    assert re.search(_where(halve_for, "for i in range(3)"), msg)
+    assert "variable: n" in msg and "int32" in msg and "float32" in msg
+
+
+def test_dtype_change_fixed_by_cast():
+    def f(n):
+        n = jnp.asarray(n, jnp.float32)
+        while n > 1:
+            n = n / 2
+        return n
+    assert float(jax.jit(conv(f))(jnp.int32(8))) == 1.0
+
+
+def doubling(x, n):
+    i = 0
+    while i < n:
+        x = jnp.concatenate([x, x])
+        i = i + 1
+    return x
+
+
+def test_error_shape_change():
+    with pytest.raises(LoopStateError) as e:
+        jax.jit(conv(doubling))(jnp.ones(1), jnp.int32(2))
+    msg = str(e.value)
+    assert re.search(_where(doubling, "while i < n"), msg)
+    assert "`x` has shape (1,) before the loop, but shape (2,) after one iteration" in msg
+    assert "variable: x" in msg and "fix:" in msg and "before the loop" in msg
+
+
+def vector_condition(x):
+    while x > 0:
+        x = x - 1.0
+    return x
+
+
+def test_error_condition_not_scalar():
+    with pytest.raises(ConditionError) as e:
+        jax.jit(conv(vector_condition))(jnp.ones(3))
+    msg = str(e.value)
+    assert re.search(_where(vector_condition, "while x > 0"), msg)
+    assert "(3,)" in msg and ".any()" in msg
+
+
+def branch_in_loop(xs):
+    total = 0.0
+    for x in xs:
+        if x > 0:
+            y = x
+        total = total + y
+    return total
+
+
+def test_error_branch_in_loop_body():
+    with pytest.raises(BranchError) as e:
+        jax.jit(conv(branch_in_loop))(jnp.ones(3))
+    msg = str(e.value)
+    assert re.search(_where(branch_in_loop, "if x > 0"), msg)
+    assert "variable: y" in msg and "initialize `y` before the `if`" in msg
+
+
+# ---------------------------------------------------------------------------
+# The loop target after the loop
+
+
+def target_range(x):
+    for i in range(4):
+        x = x + i
+    return x, i
+
+
+def target_array(xs):
+    s = 0.0
+    for x in xs:
+        s = s + x
+    return s, x
+
+
+def target_after_break(xs):
+    for x in xs:
+        if x > 2.0:
+            break
+    return x
+
+
+def target_traced_range(x, n):
+    i = -1
+    for i in range(n):
+        x = x + i
+    return x, i
+
+
+def target_enumerate(xs):
+    for i, x in enumerate(xs):
+        pass
+    return i, x
+
+
+def test_target_keeps_last_value():
+    check_equivalent(target_range, (np.float32(1.0),))
+    xs = np.array([1.0, 3.0, 2.0, 5.0], np.float32)
+    check_equivalent(target_array, (xs,))
+    check_equivalent(target_after_break, (xs,), (xs * 0.1,))
+    check_equivalent(target_traced_range, *[(np.float32(1.0), np.int32(n)) for n in (0, 1, 4)])
+    check_equivalent(target_enumerate, (xs,))
+
+
+# ---------------------------------------------------------------------------
+# Lists grown by append
+
+
+def append_items(xs):
+    ys = []
+    for x in xs:
+        ys.append(x * 2.0)
+    return ys
+
+
+def append_two_per_step(x):
+    ys = []
+    for i in range(3):
+        ys.append(x * i)
+        ys.append(-x * i)
+    return ys
+
+
+def append_pytrees(xs):
+    ys = [(xs[0], xs[0])]
+    for i in range(1, xs.shape[0]):
+        ys.append((xs[i], xs[i] * i))
+    return ys
+
+
+def test_append_stacks_into_python_list():
+    xs = np.arange(1.0, 5.0, dtype=np.float32)
+    check_equivalent(append_items, (xs,))
+    check_equivalent(append_two_per_step, (np.float32(1.5),))
+    check_equivalent(append_pytrees, (xs,))
+    out = jax.jit(conv(append_items))(jnp.asarray(xs))
+    assert isinstance(out, list) and len(out) == 4
+
+
+def append_python_then_traced(x):
+    ys = [x * 0.0]
+    for i in range(4):
+        if i == 0:
+            ys.append(1.0)  # a Python iteration: the state is not traced yet
+        else:
+            ys.append(x * i)
+    return ys
+
+
+def test_append_after_python_iterations():
+    check_equivalent(append_python_then_traced, (np.float32(2.0),))
+
+
+def test_append_in_staged_loop_is_a_scan_not_unrolled():
+    def f(xs):
+        ys = []
+        for x in xs:
+            ys.append(jnp.sin(x))
+        return jnp.stack(ys)
+    jaxpr = jax.make_jaxpr(conv(f))(jnp.ones(50))
+    assert "scan" in _primitives(jaxpr)
+    assert sum(e.primitive.name == "sin" for e in jaxpr.jaxpr.eqns) == 0
+
+
+def append_traced_trip(x, n):
+    ys = []
+    i = 0
+    while i < n:
+        ys.append(x * i)
+        i = i + 1
+    return ys
+
+
+def test_error_append_with_traced_trip_count():
+    with pytest.raises(LoopStateError) as e:
+        jax.jit(conv(append_traced_trip))(jnp.float32(1.0), jnp.int32(3))
+    msg = str(e.value)
+    assert re.search(_where(append_traced_trip, "while i < n"), msg)
+    assert "variable: ys" in msg and "preallocate" in msg
+
+
+# ---------------------------------------------------------------------------
+# Pytrees carried
+
+
+class Pair(NamedTuple):
+    a: jnp.ndarray
+    b: jnp.ndarray
+
+
+def tuple_state(x, n):
+    t = (x, 0.0)
+    i = 0
+    while i < n:
+        t = (t[0] * 2.0, t[1] + t[0])
+        i = i + 1
+    return t
+
+
+def dict_state(xs):
+    d = {"s": 0.0, "p": 1.0}
+    for x in xs:
+        d = {"s": d["s"] + x, "p": d["p"] * x}
+    return d
+
+
+def namedtuple_state(x, n):
+    p = Pair(x, x + 1.0)
+    for i in range(n):
+        p = Pair(p.b, p.a + p.b)
+    return p
+
+
+def nested_state(xs):
+    st = {"acc": (0.0, [1.0, 2.0]), "tag": "fixed"}
+    for x in xs:
+        acc, pair = st["acc"]
+        st = {"acc": (acc + x, [pair[1], pair[0] + x]), "tag": st["tag"]}
+    return st["acc"] if st["tag"] == "fixed" else None  # the string stays static
+
+
+def test_pytree_state():
+    check_equivalent(tuple_state, *[(np.float32(1.5), np.int32(n)) for n in (0, 1, 4)])
+    xs = np.arange(1.0, 5.0, dtype=np.float32)
+    check_equivalent(dict_state, (xs,), (xs[:1],))
+    check_equivalent(namedtuple_state, *[(np.float32(1.0), np.int32(n)) for n in (0, 1, 6)])
+    out = jax.jit(conv(namedtuple_state))(jnp.float32(1.0), jnp.int32(6))
+    assert isinstance(out, Pair)
+    check_equivalent(nested_state, (xs,))
+
+
+def flag_and_count(xs):
+    found = False
+    count = 0
+    for x in xs:
+        if x > 2:
+            found = True
+        count += 1
+    return found, count
+
+
+def test_bool_and_int_python_state():
+    check_equivalent(flag_and_count, (np.arange(4.0, dtype=np.float32),),
+                     (np.arange(2.0, dtype=np.float32),))
+
+
+def structure_change(x, n):
+    s = (x,)
+    i = 0
+    while i < n:
+        s = (x, x)
+        i = i + 1
+    return s
+
+
+def test_error_structure_change():
+    with pytest.raises(LoopStateError) as e:
+        jax.jit(conv(structure_change))(jnp.float32(1.0), jnp.int32(2))
+    msg = str(e.value)
+    assert re.search(_where(structure_change, "while i < n"), msg)
+    assert "variable: s" in msg
+
+
+# ---------------------------------------------------------------------------
+# Iterables: enumerate, zip, reversed, Python containers
+
+
+def enum_zip_rev(xs, ys):
+    s = 0.0
+    for i, (x, y) in enumerate(zip(reversed(xs), ys), 1):
+        s = s * 0.5 + i * x - y
+    return s
+
+
+def rev_range(x):
+    for i in reversed(range(2, 9, 3)):
+        x = x * 10.0 + i
+    return x
+
+
+def zip_range_array(xs):
+    s = 0.0
+    for i, x in zip(range(10), xs):
+        s = s + i * x
+    return s
+
+
+def test_enumerate_zip_reversed():
+    xs = np.arange(1.0, 6.0, dtype=np.float32)
+    ys = np.arange(10.0, 14.0, dtype=np.float32)
+    check_equivalent(enum_zip_rev, (xs, ys), (ys, xs))
+    check_equivalent(rev_range, (np.float32(0.0),))
+    check_equivalent(zip_range_array, (xs,))
+    jaxpr = jax.make_jaxpr(conv(enum_zip_rev))(jnp.asarray(xs), jnp.asarray(ys))
+    assert "scan" in _primitives(jaxpr)
+
+
+def enumerate_traced_range(x, n):
+    for i, j in enumerate(range(n), 1):
+        x = x * 2.0 + i * j
+    return x
+
+
+def reversed_traced_range(x, n):
+    for i in reversed(range(n)):
+        x = x * 10.0 + i
+    return x
+
+
+def test_enumerate_and_reversed_of_traced_range():
+    # `range(n)` with a traced `n` is staged as a lax.while_loop; wrapping it
+    # in enumerate/reversed must keep Python's results.
+    for fn in (enumerate_traced_range, reversed_traced_range):
+        check_equivalent(fn, *[(np.float32(1.0), np.int32(n)) for n in (0, 1, 4)])
+
+
+def over_list(x):
+    ws = [1.0, 2.0, 3.0]
+    for w in ws:
+        x = x * w + 1.0
+    return x
+
+
+def over_dict(x):
+    d = {"a": 1.0, "b": 2.0}
+    for k in d:
+        x = x * d[k]
+    return x
+
+
+def over_list_of_arrays(x, y):
+    for v in [x, y, x]:
+        if v > 0:
+            x = x + v
+    return x
+
+
+def test_python_containers_stay_python():
+    check_equivalent(over_list, (np.float32(0.5),))
+    check_equivalent(over_dict, (np.float32(0.5),))
+    check_equivalent(over_list_of_arrays, (np.float32(1.0), np.float32(-2.0)),
+                     (np.float32(-1.0), np.float32(2.0)))
+    for fn, args in ((over_list, (1.0,)), (over_dict, (1.0,))):
+        prims = _primitives(jax.make_jaxpr(conv(fn))(*args))
+        assert not prims & {"scan", "while"}, prims
+    prims = _primitives(jax.make_jaxpr(conv(over_list_of_arrays))(1.0, 2.0))
+    assert not prims & {"scan", "while"} and "cond" in prims
+
+
+def test_staging_kinds():
+    def static_range(x):
+        for i in range(100):
+            x = x * 0.5 + i
+        return x
+
+    def traced_range(x, n):
+        for i in range(n):
+            x = x * 0.5 + i
+        return x
+
+    def plain_while(x):
+        while x < 10.0:
+            x = x * 2.0
+        return x
+
+    def bounded_while(x):
+        while x < 10.0:
+            autograph.set_loop_options(maximum_iterations=8)
+            x = x * 2.0
+        return x
+
+    p = _primitives(jax.make_jaxpr(conv(static_range))(1.0))
+    assert "scan" in p and "while" not in p
+    p = _primitives(jax.make_jaxpr(conv(traced_range))(1.0, 3))
+    assert "while" in p and "scan" not in p
+    p = _primitives(jax.make_jaxpr(conv(plain_while))(1.0))
+    assert "while" in p
+    p = _primitives(jax.make_jaxpr(conv(bounded_while))(1.0))
+    assert "scan" in p and "while" not in p
+
+
+def capped(x):
+    while x < 1e9:
+        autograph.set_loop_options(maximum_iterations=3)
+        x = x * 2.0
+    return x
+
+
+def capped_python(x):
+    i = 0
+    while i < 10:
+        autograph.set_loop_options(maximum_iterations=3)
+        i = i + 1
+    return x + i
+
+
+def test_maximum_iterations_caps_staged_loop_only():
+    assert float(jax.jit(conv(capped))(jnp.float32(1.0))) == 8.0
+    # fewer iterations than the cap: stops on its test, as in Python
+    np.testing.assert_allclose(jax.jit(conv(capped))(jnp.float32(6e8)), capped(6e8), rtol=1e-6)
+    # A loop that runs in Python ignores the option, as the plain function does.
+    assert float(jax.jit(conv(capped_python))(jnp.float32(0.5))) == capped_python(0.5) == 10.5
+
+
+# ---------------------------------------------------------------------------
+# Nested loops and return inside loops
+
+
+def nested_mixed(m, n):
+    total = 0.0
+    i = 0
+    while i < n:
+        for row in m:
+            for v in row:
+                if v > i:
+                    continue
+                total = total + v * i
+        i = i + 1
+    return total
+
+
+def test_nested_while_for_for():
+    m = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    check_equivalent(nested_mixed, *[(m, np.int32(n)) for n in (0, 1, 4)])
+
+
+def find_first(xs, t):
+    for x in xs:
+        if x > t:
+            return x
+    return -1.0
+
+
+def find_index_while(xs, t):
+    i = 0
+    while i < xs.shape[0]:
+        if xs[i] > t:
+            return i
+        i = i + 1
+    return -1
+
+
+def find_in_matrix(m, t):
+    for row in m:
+        for v in row:
+            if v > t:
+                return v * 10.0
+        t = t + 0.5
+    return t
+
+
+def return_in_range_else(x, n):
+    for i in range(n):
+        x = x * 2.0
+        if x > 20.0:
+            return x, i
+    else:
+        x = -x
+    return x, -1
+
+
+def test_return_inside_loops_every_path():
+    xs = np.array([1.0, 5.0, 2.0, 7.0], np.float32)
+    ts = [(xs, np.float32(t)) for t in (0.0, 4.0, 6.0, 9.0)]
+    check_equivalent(find_first, *ts)
+    check_equivalent(find_index_while, *ts)
+    m = xs.reshape(2, 2)
+    check_equivalent(find_in_matrix, *[(m, np.float32(t)) for t in (0.0, 1.5, 6.9, 9.0)])
+    check_equivalent(return_in_range_else,
+                     *[(np.float32(1.0), np.int32(n)) for n in (0, 1, 3, 8)])
+    check_equivalent(return_in_range_else, *[(np.float32(1.0), n) for n in (0, 3, 8)],
+                     static_argnums=(1,))
+
+
+# ---------------------------------------------------------------------------
+# Transformations: grad, jvp, vmap
+
+
+def poly_loop(x):
+    y = x
+    for i in range(5):
+        y = y * x + jnp.sin(y) * i
+    return y
+
+
+def scan_break_continue(x, ws):
+    s = x
+    for w in ws:
+        if w > 2.5:
+            break
+        if w < 0.5:
+            continue
+        s = s * w + jnp.sin(s)
+    return s
+
+
+def range_break(x):
+    for i in range(6):
+        x = x * 1.5 + i
+        if x > 20.0:
+            break
+    return x
+
+
+def bounded(x):
+    while x < 10.0:
+        autograph.set_loop_options(maximum_iterations=20)
+        x = x * 1.5 + jnp.sin(x)
+    return x
+
+
+def test_grad_static_range():
+    for x in (0.3, 1.2):
+        want = jax.grad(poly_loop)(x)
+        got = jax.grad(jax.jit(conv(poly_loop)))(x)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_grad_scan_with_break_and_continue():
+    ws = jnp.array([1.0, 0.2, 2.0, 3.0, 1.5], jnp.float32)
+    for x in (0.5, 2.0):
+        want = jax.grad(scan_break_continue)(x, ws)
+        got = jax.grad(jax.jit(conv(scan_break_continue)))(x, ws)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        want_w = jax.grad(scan_break_continue, argnums=1)(x, ws)
+        got_w = jax.grad(jax.jit(conv(scan_break_continue)), argnums=1)(x, ws)
+        np.testing.assert_allclose(got_w, want_w, rtol=1e-5, atol=1e-6)
+    for x in (0.5, 3.0):  # break taken at different iterations
+        want = jax.grad(range_break)(x)
+        got = jax.grad(jax.jit(conv(range_break)))(x)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_grad_bounded_while():
+    for x in (0.5, 2.0, 12.0):  # many, one, zero iterations
+        want = jax.grad(bounded)(x)
+        got = jax.grad(jax.jit(conv(bounded)))(x)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def unbounded(x, n):
+    i = 0
+    while i < n:
+        x = x * 1.5 + jnp.sin(x)
+        i = i + 1
+    return x
+
+
+def traced_range_loop(x, n):
+    for i in range(n):
+        x = x * jnp.cos(x) + i
+    return x
+
+
+def test_jvp_through_while_and_traced_range():
+    for fn in (unbounded, traced_range_loop, bounded):
+        args = (0.7, 3) if fn is not bounded else (0.7,)
+        want = jax.jvp(lambda x: fn(x, *args[1:]), (args[0],), (1.0,))
+        cf = jax.jit(conv(fn))
+        got = jax.jvp(lambda x: cf(x, *[jnp.int32(a) for a in args[1:]]), (args[0],), (1.0,))
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-5)
+
+
+def test_jvp_through_scan_with_break():
+    ws = jnp.array([1.0, 0.2, 2.0, 3.0, 1.5], jnp.float32)
+    want = jax.jvp(lambda x: scan_break_continue(x, ws), (1.0,), (1.0,))
+    got = jax.jvp(lambda x: jax.jit(conv(scan_break_continue))(x, ws), (1.0,), (1.0,))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def collatz(n):
+    steps = 0
+    while n > 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps = steps + 1
+    return steps
+
+
+def test_vmap_while_with_per_example_trip_count():
+    ns = [1, 2, 3, 6, 7, 27]
+    want = [collatz(n) for n in ns]
+    got = jax.vmap(conv(collatz))(jnp.array(ns, jnp.int32))
+    assert got.tolist() == want
+    got = jax.jit(jax.vmap(conv(collatz)))(jnp.array(ns, jnp.int32))
+    assert got.tolist() == want
+
+
+def test_vmap_traced_range_per_example_bound():
+    ns = [0, 1, 3]
+    want = [traced_range_loop(0.5, n) for n in ns]
+    got = jax.vmap(conv(traced_range_loop))(jnp.full(3, 0.5), jnp.array(ns, jnp.int32))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_vmap_for_with_break():
+    xs = jnp.array([0.5, 3.0, 25.0], jnp.float32)
+    want = [range_break(float(x)) for x in xs]
+    got = jax.vmap(conv(range_break))(xs)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
