@@ -136,16 +136,10 @@ def _as_seq(it):
     return None
 
 
-def _python_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool) or (
-        isinstance(x, jax.Array) and not isinstance(x, Tracer) and x.ndim == 0
-        and jnp.issubdtype(x.dtype, jnp.integer))
-
-
 def range_(*args):
     """``range(*args)``; a traced bound gives a range that ``for_stmt`` stages."""
-    if all(_python_int(a) for a in args):
-        return range(*(int(a) for a in args))
+    if not any(isinstance(a, Tracer) for a in args):
+        return range(*args)  # Python's own semantics and errors (`range(2.5)`)
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     elif len(args) == 2:
