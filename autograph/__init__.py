@@ -9,6 +9,10 @@ Public API: :func:`convert`, :func:`to_code`, :func:`do_not_convert`,
 
 from autograph.api import convert, do_not_convert, to_code
 from autograph.directives import set_loop_options
+from autograph.function import ConcreteFunction, Function, function
+from autograph.modes import functions_run_eagerly, run_eagerly, run_functions_eagerly
+from autograph.runtime.side_effects import autograph_print as print  # noqa: A001
+from autograph.specs import TensorSpec
 from autograph.errors import (AutographError, BranchError, ConditionError, ConversionError,
                               LoopStateError, UndefinedVariableError)
 from autograph import runtime as _runtime  # noqa: F401 - registers the call converter
@@ -19,7 +23,9 @@ _runtime.calls.set_converter(_api._convert_for_call)
 __version__ = "0.1.0"
 
 __all__ = [
-    "convert", "to_code", "do_not_convert", "set_loop_options", "AutographError",
+    "convert", "to_code", "do_not_convert", "set_loop_options", "function", "Function",
+    "ConcreteFunction", "TensorSpec", "run_functions_eagerly", "functions_run_eagerly",
+    "run_eagerly", "print", "AutographError",
     "ConversionError", "ConditionError", "BranchError", "LoopStateError",
     "UndefinedVariableError",
 ]

@@ -7,12 +7,15 @@ import gast
 from autograph import analysis, checks
 from autograph.context import Context
 from autograph.naming import Namer
-from autograph.converters import (break_statements, call_trees, conditional_expressions,
-                        continue_statements, for_statements, if_statements,
-                        logical_expressions, return_statements, while_statements)
+from autograph.converters import (assert_statements, break_statements, call_trees,
+                                  conditional_expressions, continue_statements,
+                                  for_statements, if_statements, logical_expressions,
+                                  print_calls, return_statements, while_statements)
 
 PASSES = (
-    call_trees,               # user calls -> converted_call; first, so it sees only user calls
+    print_calls,              # print(...) -> ag__.print_, before call_trees would see it
+    assert_statements,        # assert -> ag__.assert_; a statement less for the passes below
+    call_trees,               # user calls -> converted_call; sees only user calls
     continue_statements,      # continue -> guards, before any loop changes shape
     break_statements,         # break -> flag + extra loop test; needs continue gone
     return_statements,        # one exit; loops gain a `not did_return` test

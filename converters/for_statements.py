@@ -23,7 +23,7 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, activity
 from autograph.anno import Anno
 from autograph.context import Context
-from .if_statements import FunctionScopes, state_init
+from .if_statements import FunctionScopes, mark_generated, state_init
 from .while_statements import carried
 
 NODES = (gast.For,)  # the pass is skipped when the tree has none
@@ -78,7 +78,8 @@ class _Transformer(FunctionScopes):
             templates.set_location(assign, node.target)
             body = [assign] + body
         body_fn = namer.new("loop_body")
-        stmts = _BODY.substitute(node, BODY_FN=body_fn, ITER=iterate, STATE=state, BODY=body)
+        stmts = mark_generated(
+            _BODY.substitute(node, BODY_FN=body_fn, ITER=iterate, STATE=state, BODY=body))
         iterable = self._iterable(node.iter)
         if not state and extra is None:
             return stmts + _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn)
@@ -88,7 +89,7 @@ class _Transformer(FunctionScopes):
         if extra is None:
             return stmts + _CALL.substitute(node, **common)
         test_fn = namer.new("loop_test")
-        stmts += _TEST.substitute(node, TEST_FN=test_fn, STATE=state, TEST=extra)
+        stmts += mark_generated(_TEST.substitute(node, TEST_FN=test_fn, STATE=state, TEST=extra))
         return stmts + _CALL_TEST.substitute(node, TEST_FN=test_fn, **common)
 
 

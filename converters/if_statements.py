@@ -57,6 +57,14 @@ def state_init(names, defined, origin) -> gast.expr:
 _UNDEFINED = templates.Template("ag__.Undefined(NAME)")
 
 
+def mark_generated(stmts):
+    """Marks the functions among ``stmts`` as made by a converter (see liveness)."""
+    for s in stmts:
+        if isinstance(s, gast.FunctionDef):
+            anno.set(s, Anno.GENERATED, True)
+    return stmts
+
+
 class FunctionScopes(gast.NodeTransformer):
     """A transformer that knows the local names of the function it is in."""
 
@@ -138,7 +146,7 @@ class _Transformer(FunctionScopes):
         else:
             stmts += _CALL_NO_OUTPUTS.substitute(node, TEST=node.test, TRUE_FN=true_fn,
                                                  FALSE_FN=false_ref, INIT=init)
-        return stmts
+        return mark_generated(stmts)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

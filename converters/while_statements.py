@@ -23,7 +23,7 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, activity
 from autograph.anno import Anno
 from autograph.context import Context
-from .if_statements import FunctionScopes, state_init
+from .if_statements import FunctionScopes, mark_generated, state_init
 
 NODES = (gast.While,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -70,8 +70,8 @@ class _Transformer(FunctionScopes):
         state = carried(node, self.locals, activity.expression_scope(node.test).reads)
         namer = self.ctx.namer
         test_fn, body_fn = namer.new("loop_test"), namer.new("loop_body")
-        stmts = _FUNCS.substitute(node, TEST_FN=test_fn, BODY_FN=body_fn, STATE=state,
-                                  TEST=node.test, BODY=body)
+        stmts = mark_generated(_FUNCS.substitute(node, TEST_FN=test_fn, BODY_FN=body_fn,
+                                                 STATE=state, TEST=node.test, BODY=body))
         init = state_init(state, anno.get(node, Anno.DEFINED_IN), node)
         common = dict(TEST_FN=test_fn, BODY_FN=body_fn)
         if not state and opts is None:

@@ -93,5 +93,23 @@ def statement(node, live_out: frozenset) -> frozenset:
     return live_in
 
 
+def _closure_reads(node: gast.FunctionDef) -> frozenset:
+    """Names of ``node`` that a nested user function or lambda reads.
+
+    A closure may run at any later point (or after ``node`` returns), so
+    these names stay live to the end: a later assignment, even in a branch,
+    must reach the closure's cell.
+    """
+    reads = set()
+    for child in gast.walk(node):
+        if child is node:
+            continue
+        if isinstance(child, gast.FunctionDef) and not anno.get(child, Anno.GENERATED):
+            reads |= activity.function_free_reads(child)
+        elif isinstance(child, gast.Lambda):
+            reads |= activity.expression_scope(child).reads
+    return frozenset(reads) & activity.function_locals(node)
+
+
 def analyze_function(node: gast.FunctionDef) -> None:
-    block(node.body, frozenset())
+    block(node.body, _closure_reads(node))

@@ -1,0 +1,479 @@
+"""``autograph.function``: a ``tf.function``-style decorator built on ``jax.jit``.
+
+One ``Function`` converts its Python function once (control flow to
+``lax``) and keeps ``jax.jit``'s cache of traces:
+
+* an array argument keys the cache by shape and dtype (and weak type);
+* a Python scalar, string, ``None`` or other hashable non-pytree object
+  keys it by value (it is a static argument of ``jax.jit``);
+* tuples, lists, dicts, NamedTuples and registered dataclasses key it by
+  structure and by their leaves (hashable containers of Python values only
+  by value);
+* separate ``Function`` objects never share traces.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import warnings
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from autograph import api
+from autograph import modes
+from autograph.modes import _EAGER
+from autograph.specs import TensorSpec
+
+_ARRAYS = (jax.Array, np.ndarray, np.generic)
+_ARRAY_IMPL = type(jax.numpy.zeros(()))  # the exact type, checked without an ABC lookup
+_SCALARS = (bool, int, float, complex, str, type(None))
+RETRACE_WINDOW, RETRACE_LIMIT = 10, 5
+
+
+_NO_ARG = object()
+
+
+def _unset(*args, **kwargs):  # pragma: no cover - replaced in Function.__new__
+    raise AssertionError("Function is not set up")
+
+
+def _describe(value) -> str:
+    if isinstance(value, (jax.Array, jax.ShapeDtypeStruct)) or hasattr(value, "aval"):
+        return f"{np.dtype(value.dtype).name}{list(np.shape(value))}"
+    if isinstance(value, _ARRAYS):
+        return f"{np.asarray(value).dtype.name}{list(np.shape(value))}"
+    return repr(value)
+
+
+class Function(functools.partial):
+    """A converted, ``jax.jit``-compiled function with ``tf.function``'s habits.
+
+    Create one with :func:`autograph.function`. Calling it runs the compiled
+    function; ``get_concrete_function``, ``lower`` and ``trace`` give the
+    ahead-of-time forms. ``python_function`` is the function it wraps.
+
+    It is a ``functools.partial`` of its call path, so that a call goes from C
+    straight into one short Python function and then into ``jax.jit``.
+    """
+
+    def __new__(cls, fn: Callable, **options):
+        self = super().__new__(cls, _unset)
+        self._setup(fn, **options)
+        self._entries = {True: self._entry(counting=True), False: self._entry(counting=False)}
+        self._use_entry(counting=True)
+        modes.register(self)
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass  # all done in __new__
+
+    def _setup(self, fn: Callable, *, input_signature=None, autograph: bool = True,
+               reduce_retracing: bool = False, **jit_kwargs):
+        self.python_function = fn
+        plain, _ = api._unwrap(fn)
+        self._name = getattr(plain, "__qualname__", getattr(plain, "__name__", "function"))
+        self._target = api.convert(fn) if autograph else fn
+        self.input_signature = None if input_signature is None else tuple(input_signature)
+        self.reduce_retracing = reduce_retracing
+        self._jit_kwargs = jit_kwargs
+        self._user_argnums = _as_tuple(jit_kwargs.pop("static_argnums", None))
+        self._user_argnames = _as_tuple(jit_kwargs.pop("static_argnames", None))
+        try:
+            self._signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self._signature = None
+        self._variants: dict = {}
+        self._traces = 0
+        self._calls_cell = [0]
+        self._last_trace_call = [0]
+        self._counting = True
+        self._trace_calls: collections.deque = collections.deque(maxlen=RETRACE_WINDOW)
+        self._last_trace: dict | None = None
+        self._warned = False
+        target, record = self._target, self._record_trace
+
+        def traced(*args, **kwargs):
+            record(args, kwargs)
+            return target(*args, **kwargs)
+
+        if self._signature is not None:
+            traced.__signature__ = self._signature  # lets jax.jit map names to positions
+        traced.__name__ = getattr(plain, "__name__", "function")
+        traced.__qualname__ = self._name
+        self._traced = traced
+        self._jit = self._variant((), ())
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            if hasattr(plain, attr):
+                setattr(self, attr, getattr(plain, attr))
+        self.__wrapped__ = plain
+
+    # -- calling ---------------------------------------------------------------
+
+    def _entry(self, counting: bool):
+        """A call path, with everything it reads in local variables.
+
+        Calls are counted (for the retrace warning) only while the last trace
+        is fewer than ``RETRACE_WINDOW`` calls back; after that the function
+        switches to the path that does not count, until the next trace.
+        """
+        jit, general, array_type = self._jit, self._call_general, _ARRAY_IMPL
+        ever_eager, eager, python_function = modes.EVER_EAGER, _EAGER, self.python_function
+        calls, last_trace, use = self._calls_cell, self._last_trace_call, self._use_entry
+        if self.input_signature is not None:
+            def entry(*args, **kwargs):
+                if ever_eager[0] and eager.get():
+                    return python_function(*args, **kwargs)
+                return general(args, kwargs)
+            return entry
+        if counting or ever_eager[0]:
+            def entry(*args, **kwargs):
+                if ever_eager[0] and eager.get():
+                    return python_function(*args, **kwargs)
+                out = general(args, kwargs)
+                if counting and calls[0] - last_trace[0] >= RETRACE_WINDOW:
+                    use(counting=False)
+                return out
+            return entry
+
+        def entry(first=_NO_ARG, /, *rest, **kwargs):
+            if type(first) is array_type and not rest and not kwargs:
+                return jit(first)  # the commonest call: one array, no Python frame more
+            args = rest if first is _NO_ARG else (first,) + rest
+            if not kwargs:
+                for a in args:
+                    if type(a) is not array_type:
+                        return general(args, kwargs)
+                return jit(*args)  # all arrays: straight to jax.jit's C++ path
+            return general(args, kwargs)
+        return entry
+
+    def _eager_mode_used(self) -> None:
+        """Eager mode was switched on somewhere: every call must now check it."""
+        self._entries = {True: self._entry(counting=True), False: self._entry(counting=False)}
+        self._use_entry(self._counting)
+
+    def _use_entry(self, counting: bool) -> None:
+        self._counting = counting
+        self.__setstate__((self._entries[counting], (), {}, self.__dict__))
+
+    @property
+    def _calls(self) -> int:
+        return self._calls_cell[0]
+
+    def _call_general(self, args, kwargs):
+        self._calls_cell[0] += 1
+        if self.input_signature is not None:
+            self._check_signature(args, kwargs)
+        if not kwargs and all(isinstance(a, _ARRAYS) for a in args):
+            return self._jit(*args)
+        return self._for(args, kwargs)(*args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return _BoundFunction(self, obj)
+
+    def _is_static(self, value) -> bool:
+        if isinstance(value, (*_ARRAYS, jax.ShapeDtypeStruct)):
+            return False
+        if isinstance(value, _SCALARS):
+            return not (self.reduce_retracing and not isinstance(value, (str, type(None))))
+        leaves = jax.tree_util.tree_leaves(value)
+        if not leaves:
+            return True  # an empty container, or a non-pytree object
+        if len(leaves) == 1 and leaves[0] is value:
+            return True  # an object JAX does not know: keyed by hash
+        return not any(isinstance(leaf, (*_ARRAYS, jax.ShapeDtypeStruct)) for leaf in leaves) \
+            and _hashable(value)
+
+    def _for(self, args, kwargs):
+        """The ``jax.jit`` variant whose static arguments fit these arguments."""
+        positions = tuple(i for i, a in enumerate(args) if self._is_static(a))
+        names = tuple(sorted(k for k, v in kwargs.items() if self._is_static(v)))
+        for where, value in [(i, args[i]) for i in positions] + [(k, kwargs[k]) for k in names]:
+            if not _hashable(value):
+                raise TypeError(
+                    f"argument {self._arg_name(where)} of `{self._name}` is a "
+                    f"`{type(value).__name__}` object, which autograph.function can neither "
+                    f"trace (it is not an array or a pytree) nor key its cache on (it is not "
+                    f"hashable); make it hashable, register it as a pytree "
+                    f"(`jax.tree_util.register_dataclass`), or pass its arrays instead")
+        return self._variant(positions, names)
+
+    def _variant(self, positions, names):
+        key = (positions, names)
+        jitted = self._variants.get(key)
+        if jitted is None:
+            kwargs = dict(self._jit_kwargs)
+            argnums = tuple(sorted(set(self._user_argnums) | set(positions)))
+            argnames = tuple(sorted(set(self._user_argnames) | set(names)))
+            if argnums:
+                kwargs["static_argnums"] = argnums
+            if argnames:
+                kwargs["static_argnames"] = argnames
+            jitted = self._variants[key] = jax.jit(self._traced, **kwargs)
+        return jitted
+
+    def _arg_name(self, where) -> str:
+        if isinstance(where, str):
+            return f"`{where}`"
+        if self._signature is not None:
+            params = list(self._signature.parameters.values())
+            if where < len(params) and params[where].kind in (
+                    params[where].POSITIONAL_ONLY, params[where].POSITIONAL_OR_KEYWORD):
+                return f"`{params[where].name}`"
+        return f"#{where}"
+
+    # -- input_signature -------------------------------------------------------
+
+    def _check_signature(self, args, kwargs):
+        specs = self.input_signature
+        if self._signature is not None:
+            try:
+                bound = self._signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"`{self._name}`: {e}") from None
+            values = list(bound.arguments.items())
+        else:
+            values = [(f"#{i}", a) for i, a in enumerate(args)]
+        if len(values) != len(specs):
+            raise TypeError(
+                f"`{self._name}` has an input_signature of {len(specs)} arguments but was "
+                f"called with {len(values)}: input_signature={list(specs)}")
+        for (name, value), spec in zip(values, specs):
+            _check_spec(self._name, name, spec, value)
+
+    # -- tracing bookkeeping ---------------------------------------------------
+
+    def _record_trace(self, args, kwargs):
+        self._traces += 1
+        if not self._counting:  # the previous trace is a window or more back
+            self._calls_cell[0] = 1
+            self._trace_calls.clear()
+            self._use_entry(counting=True)
+        self._last_trace_call[0] = self._calls_cell[0]
+        described = {}
+        if self._signature is not None:
+            try:
+                bound = self._signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                described = {k: _describe(v) for k, v in bound.arguments.items()}
+            except TypeError:
+                pass
+        changed = [] if self._last_trace is None else [
+            f"`{k}` ({self._last_trace.get(k)} -> {v})"
+            for k, v in described.items() if self._last_trace.get(k) != v]
+        self._last_trace = described
+        self._trace_calls.append(self._calls)
+        recent = [c for c in self._trace_calls if c > self._calls - RETRACE_WINDOW]
+        if len(recent) > RETRACE_LIMIT and not self._warned:
+            self._warned = True
+            what = ", ".join(changed) or "the arguments"
+            warnings.warn(
+                f"`{self._name}` was traced {len(recent)} times in its last "
+                f"{RETRACE_WINDOW} calls; the last trace came from a change in {what}. "
+                f"Tracing and compiling are slow: pass arrays rather than Python numbers "
+                f"(arrays key the cache by shape and dtype, Python values by value), or give "
+                f"`input_signature=` / `reduce_retracing=True`", stacklevel=4)
+
+    def experimental_get_tracing_count(self) -> int:
+        """How many times the Python function has been traced so far."""
+        return self._traces
+
+    # -- ahead of time -----------------------------------------------------------
+
+    def lower(self, *args, **kwargs):
+        """``jax.jit(...).lower`` for these arguments (arrays or specs)."""
+        return self._for(args, kwargs).lower(*args, **kwargs)
+
+    def trace(self, *args, **kwargs):
+        """``jax.jit(...).trace`` for these arguments (arrays or specs)."""
+        return self._for(args, kwargs).trace(*args, **kwargs)
+
+    def get_concrete_function(self, *args, **kwargs) -> "ConcreteFunction":
+        """The function traced for one signature.
+
+        Args:
+          *args, **kwargs: arrays, ``TensorSpec``/``jax.ShapeDtypeStruct``s, or
+            Python values (static). With none, the ``input_signature``.
+        """
+        if not args and not kwargs:
+            if self.input_signature is None:
+                raise TypeError(f"`{self._name}`.get_concrete_function() needs argument "
+                                f"specs, or an input_signature on the function")
+            args = self.input_signature
+        return ConcreteFunction(self, tuple(_as_spec(a) for a in args),
+                                {k: _as_spec(v) for k, v in kwargs.items()})
+
+    def __repr__(self) -> str:
+        return f"<autograph.Function {self._name}>"
+
+    def __reduce__(self):
+        raise TypeError("autograph.Function objects cannot be pickled; export them with jax.export")
+
+
+class _BoundFunction:
+    """A ``Function`` bound to an instance, as a method."""
+
+    def __init__(self, function: Function, obj):
+        self._function, self._obj = function, obj
+        self.__wrapped__ = function.__wrapped__
+
+    def __call__(self, *args, **kwargs):
+        return self._function(self._obj, *args, **kwargs)
+
+    def get_concrete_function(self, *args, **kwargs):
+        return self._function.get_concrete_function(self._obj, *args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self._function.lower(self._obj, *args, **kwargs)
+
+    def experimental_get_tracing_count(self) -> int:
+        return self._function.experimental_get_tracing_count()
+
+    @property
+    def python_function(self):
+        return self._function.python_function.__get__(self._obj)
+
+
+class ConcreteFunction:
+    """One trace of a ``Function``: callable, with its jaxpr and StableHLO.
+
+    Attributes:
+      structured_input_signature: ``(args, kwargs)`` of specs and static values.
+    """
+
+    def __init__(self, function: Function, args: tuple, kwargs: dict):
+        self._function = function
+        self._name = function._name
+        self.structured_input_signature = (args, kwargs)
+        self._jitted = function._for(args, kwargs)
+        self._symbolic = any(isinstance(a, TensorSpec) and None in a.declared_shape
+                             for a in list(args) + list(kwargs.values()))
+        self._traced = self._jitted.trace(*args, **kwargs)
+        self._lowered = self._traced.lower()
+        self._compiled = None if self._symbolic else self._lowered.compile()
+        self._exported = None
+
+    @property
+    def jaxpr(self):
+        """The ``ClosedJaxpr`` of this trace."""
+        return self._traced.jaxpr
+
+    def as_text(self) -> str:
+        """The StableHLO text of this trace."""
+        return self._lowered.as_text()
+
+    def __call__(self, *args, **kwargs):
+        specs, kwspecs = self.structured_input_signature
+        if len(args) != len(specs) or set(kwargs) != set(kwspecs):
+            raise TypeError(f"concrete function of `{self._name}` takes {len(specs)} positional "
+                            f"arguments {list(specs)}; got {len(args)}")
+        pairs = [(self._function._arg_name(i), s, a) for i, (s, a) in enumerate(zip(specs, args))]
+        pairs += [(f"`{k}`", kwspecs[k], v) for k, v in kwargs.items()]
+        for name, spec, value in pairs:
+            _check_spec(self._name, name, spec, value)
+        if self._compiled is not None:
+            dynamic = [a for s, a in zip(specs, args) if isinstance(s, jax.ShapeDtypeStruct)]
+            dyn_kw = {k: v for k, v in kwargs.items() if isinstance(kwspecs[k], jax.ShapeDtypeStruct)}
+            return self._compiled(*dynamic, **dyn_kw)
+        if self._exported is None:  # one symbolic trace serves every size
+            self._exported = jax.export.export(self._jitted)(*specs, **kwspecs)
+        return self._exported.call(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<ConcreteFunction {self._name}{self.structured_input_signature[0]}>"
+
+
+def _check_spec(fname, name, spec, value):
+    if not isinstance(spec, jax.ShapeDtypeStruct):
+        if not (value is spec or value == spec):
+            raise ValueError(f"argument {name} of `{fname}` was traced with the Python value "
+                             f"{spec!r}; got {value!r}")
+        return
+    if not isinstance(spec, TensorSpec):
+        spec = TensorSpec(spec.shape, spec.dtype)
+    if not isinstance(value, (*_ARRAYS, jax.ShapeDtypeStruct)) and not hasattr(value, "dtype"):
+        if isinstance(value, (bool, int, float, complex)):
+            value = np.asarray(value, dtype=spec.dtype) if np.can_cast(
+                np.asarray(value).dtype, spec.dtype, "same_kind") else np.asarray(value)
+        else:
+            raise TypeError(f"argument {name} of `{fname}` must be an array matching {spec!r}; "
+                            f"got {type(value).__name__} {value!r}")
+    why = spec.mismatch(value)
+    if why is not None:
+        error = TypeError if why.startswith("dtype") else ValueError
+        raise error(f"argument {name} of `{fname}` does not match its signature: expected "
+                    f"{spec!r}, got {_describe(value)} ({why})")
+
+
+def _as_spec(value):
+    if isinstance(value, jax.ShapeDtypeStruct):
+        return value
+    if isinstance(value, _ARRAYS):
+        return TensorSpec(np.shape(value), np.asarray(value).dtype if not hasattr(value, "dtype")
+                          else value.dtype)
+    return value
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+        return True
+    except TypeError:
+        return False
+
+
+def _as_tuple(x) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, (int, str)):
+        return (x,)
+    return tuple(x)
+
+
+def function(fn: Callable | None = None, *, input_signature=None, autograph: bool = True,
+             reduce_retracing: bool = False, **jit_kwargs: Any):
+    """Converts ``fn``'s control flow and compiles it with ``jax.jit``.
+
+    Usable bare (``@autograph.function``) or with options
+    (``@autograph.function(static_argnums=1)``). The ``jax.jit`` keyword
+    arguments (``static_argnums``, ``static_argnames``, ``donate_argnums``,
+    ``in_shardings``, ``out_shardings``, ...) pass through unchanged.
+
+    Args:
+      fn: a function, method, lambda, ``functools.partial`` or callable object.
+      input_signature: a sequence of :class:`TensorSpec` (or
+        ``jax.ShapeDtypeStruct``), one per argument; calls must match it
+        (``TypeError`` for a dtype, ``ValueError`` for a shape). ``None`` in a
+        shape accepts any size; each new size is traced once.
+      autograph: convert Python control flow (``True``) or only jit (``False``).
+      reduce_retracing: treat Python numbers as (weakly typed) arrays instead of
+        keying the cache by their values.
+      **jit_kwargs: passed to ``jax.jit``.
+
+    Returns:
+      A :class:`Function`.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import autograph
+      >>> @autograph.function
+      ... def clip(x):
+      ...     if x.sum() > 1.0:
+      ...         x = x / x.sum()
+      ...     return x
+      >>> clip(jnp.array([1.0, 3.0]))
+      Array([0.25, 0.75], dtype=float32)
+      >>> clip.experimental_get_tracing_count()
+      1
+    """
+    def wrap(f):
+        return Function(f, input_signature=input_signature, autograph=autograph,
+                        reduce_retracing=reduce_retracing, **jit_kwargs)
+
+    return wrap if fn is None else wrap(fn)

@@ -1,0 +1,70 @@
+"""``TensorSpec``: the shape and dtype of an argument, with ``None`` for any size."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import numpy as np
+
+
+class TensorSpec(jax.ShapeDtypeStruct):
+    """Describes an array argument: a shape (``None`` for any size) and a dtype.
+
+    A ``TensorSpec`` is a ``jax.ShapeDtypeStruct``, so it can be passed to
+    ``jax.eval_shape``, ``jax.jit(f).lower`` and ``jax.export``. Each ``None``
+    becomes a symbolic dimension there (named ``d0``, ``d1``, ... in order of
+    appearance); :meth:`matches` checks a concrete value against the spec.
+
+    Args:
+      shape: a sequence of ints or ``None``.
+      dtype: anything ``numpy.dtype`` accepts (``jnp.float32``, ``"int32"``).
+      name: an optional name, shown in error messages.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> spec = TensorSpec([None, 3], jnp.float32)
+      >>> spec
+      TensorSpec(shape=(None, 3), dtype=float32)
+      >>> spec.matches(jnp.zeros((5, 3)))
+      True
+    """
+
+    def __init__(self, shape: Sequence[int | None], dtype, name: str | None = None):
+        declared = tuple(None if d is None else int(d) for d in shape)
+        unknown = [i for i, d in enumerate(declared) if d is None]
+        if unknown:
+            symbols = jax.export.symbolic_shape(",".join(f"d{i}" for i in range(len(unknown))))
+            it = iter(symbols)
+            actual = tuple(next(it) if d is None else d for d in declared)
+        else:
+            actual = declared
+        super().__init__(actual, np.dtype(dtype))
+        self.declared_shape = declared
+        self.name = name
+
+    def matches(self, value) -> bool:
+        """Whether ``value`` (an array or another spec) fits this spec."""
+        return not self.mismatch(value)
+
+    def mismatch(self, value) -> str | None:
+        """Why ``value`` does not fit the spec, or ``None`` if it does."""
+        shape = tuple(getattr(value, "declared_shape", None) or np.shape(value))
+        dtype = np.dtype(getattr(value, "dtype", np.asarray(value).dtype))
+        if dtype != self.dtype:
+            return f"dtype {dtype.name} instead of {self.dtype.name}"
+        if len(shape) != len(self.declared_shape) or any(
+                d is not None and d != s for d, s in zip(self.declared_shape, shape)):
+            return f"shape {shape} instead of {self.declared_shape}"
+        return None
+
+    def __repr__(self) -> str:
+        name = f", name={self.name!r}" if self.name else ""
+        return f"TensorSpec(shape={self.declared_shape}, dtype={self.dtype.name}{name})"
+
+    def __eq__(self, other):
+        return (isinstance(other, TensorSpec) and other.declared_shape == self.declared_shape
+                and other.dtype == self.dtype)
+
+    def __hash__(self):
+        return hash((self.declared_shape, self.dtype))
