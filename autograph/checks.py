@@ -68,6 +68,30 @@ class _Checker(gast.NodeVisitor):
                             observed=f"`try` at line {node.lineno}")
         self.generic_visit(node)
 
+    def _no_walrus(self, node, where: str):
+        for child in gast.walk(node):
+            if isinstance(child, gast.NamedExpr):
+                self._reject(
+                    child, f"`:=` in {where} is not supported in converted functions",
+                    f"assign `{getattr(child.target, 'id', 'the value')}` in a statement of its "
+                    f"own (before the loop and at the end of its body, for a `while` test)",
+                    observed=f"`{getattr(child.target, 'id', '?')} := ...` would be bound inside "
+                             f"a generated function and lost")
+
+    def visit_While(self, node):
+        self._no_walrus(node.test, "a `while` condition")
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node):
+        for value in node.values[1:]:  # evaluated inside a lambda when converted
+            self._no_walrus(value, "the right operand of `and`/`or`")
+        self.generic_visit(node)
+
+    def visit_IfExp(self, node):
+        self._no_walrus(node.body, "a branch of a conditional expression")
+        self._no_walrus(node.orelse, "a branch of a conditional expression")
+        self.generic_visit(node)
+
     def visit_Match(self, node):
         self._reject(node, "`match` is not supported in converted functions",
                      "rewrite the `match` as `if`/`elif`")

@@ -89,9 +89,15 @@ def lower(stmts: list[gast.stmt], jump: Jump) -> tuple[list[gast.stmt], bool, bo
         elif isinstance(node, (gast.With, gast.AsyncWith)):
             node.body, may, always = lower(node.body, jump)
         elif isinstance(node, (gast.While, gast.For)) and jump.enter_loop(node):
+            # `while True:` without `break` ends only through the jump
+            endless = isinstance(node, gast.While) and _always_true(node.test)
             node.body, may, _ = lower(node.body, jump)
             if may:
                 jump.on_loop(node)
+            always = may and endless
+        elif isinstance(node, (gast.While, gast.For)) and node.orelse:
+            # a loop's `else:` runs after it, in the enclosing loop: its jumps are ours
+            node.orelse, may, always = lower(node.orelse, jump)
             always = False
         else:
             may = always = False
@@ -106,6 +112,10 @@ def lower(stmts: list[gast.stmt], jump: Jump) -> tuple[list[gast.stmt], bool, bo
     return out, block_may, False
 
 
+def _always_true(test) -> bool:
+    return isinstance(test, gast.Constant) and bool(test.value) is True
+
+
 def contains(stmts, is_jump: Callable[[gast.stmt], bool], enter_loops: bool) -> bool:
     """Whether a jump occurs in ``stmts``, not counting nested functions."""
     for node in stmts:
@@ -114,6 +124,8 @@ def contains(stmts, is_jump: Callable[[gast.stmt], bool], enter_loops: bool) -> 
         if isinstance(node, (gast.FunctionDef, gast.ClassDef, gast.Lambda)):
             continue
         if isinstance(node, (gast.While, gast.For)) and not enter_loops:
+            if contains(node.orelse, is_jump, enter_loops):  # an inner loop's else is ours
+                return True
             continue
         for field in ("body", "orelse", "finalbody", "handlers"):
             block = getattr(node, field, None)

@@ -93,6 +93,11 @@ def compile_function(source: str, line_map: dict[int, int], *, name: str,
                      user_file: str, user_line: int, freevars: tuple[str, ...]) -> Compiled:
     filename = f"<autograph {name}@{os.path.basename(user_file)}:{user_line}>"
     tree = ast.parse(source, filename=filename)
+    # Inside the factory a `def f` would bind `f` locally, and a recursive call
+    # would find that instead of the global or closure `f`; so compile under
+    # another name and restore the real one on the code object.
+    real_name = tree.body[0].name
+    tree.body[0].name = "__autograph_converted"
     factory = ast.FunctionDef(
         name="__autograph_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in ("ag__",) + freevars],
@@ -105,7 +110,8 @@ def compile_function(source: str, line_map: dict[int, int], *, name: str,
     module_code = compile(module, filename, "exec")
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
     code = next(c for c in factory_code.co_consts
-                if isinstance(c, types.CodeType) and c.co_name == tree.body[0].name)
+                if isinstance(c, types.CodeType) and c.co_name == "__autograph_converted")
+    code = code.replace(co_name=real_name, co_qualname=name)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     default = errors.Location(user_file, user_line)
     errors.register_source_map(

@@ -33,20 +33,24 @@ LIBRARY_ROOTS = frozenset({
     "jtu", "tree_util", "ag__", "autograph", "pytest", "copy", "json",
 })
 LIBRARY_METHODS = frozenset({
-    # arrays
-    "sum", "mean", "max", "min", "any", "all", "astype", "reshape", "transpose",
-    "squeeze", "ravel", "flatten", "item", "tolist", "dot", "clip", "round",
-    "argmax", "argmin", "cumsum", "cumprod", "prod", "std", "var", "conj", "copy",
-    "set", "add", "multiply", "divide", "power", "min", "get", "swapaxes",
-    "block_until_ready", "view", "nonzero", "sort", "argsort", "repeat", "take",
-    # lists, dicts, sets, strings
-    "append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
-    "items", "keys", "values", "index", "count", "format", "join", "split",
-    "strip", "replace", "startswith", "endswith", "lower", "upper", "discard",
-    "popitem", "reverse",
+    # array methods (names a user class is unlikely to give a method with control flow)
+    "sum", "mean", "max", "min", "any", "all", "astype", "reshape", "transpose", "squeeze",
+    "ravel", "flatten", "item", "tolist", "argmax", "argmin", "cumsum", "cumprod", "prod",
+    "std", "var", "conj", "swapaxes", "block_until_ready", "nonzero", "argsort",
+    # list, dict and str methods
+    "append", "extend", "items", "keys", "values", "format", "join", "split", "strip",
+    "startswith", "endswith", "lower", "upper", "setdefault", "popitem",
     # autograph's own directives
     "set_loop_options",
 })
+
+
+def _is_at_update(func) -> bool:
+    """``x.at[i].set(...)`` and friends: JAX's indexed updates."""
+    value = func.value
+    return (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Attribute)
+            and value.value.attr == "at")
+
 
 _CALL = templates.Template("ag__.converted_call(FUNC)")
 
@@ -78,7 +82,7 @@ class _Transformer(gast.NodeTransformer):
         if isinstance(func, gast.Name):
             return func.id in BUILTIN_NAMES and func.id not in local
         if isinstance(func, gast.Attribute):
-            if func.attr in LIBRARY_METHODS:
+            if func.attr in LIBRARY_METHODS or _is_at_update(func):
                 return True
             root = _root(func)
             return isinstance(root, gast.Name) and root.id in LIBRARY_ROOTS and root.id not in local

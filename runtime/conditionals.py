@@ -66,8 +66,13 @@ def if_exp(pred, true_thunk, false_thunk):
 def _fresh(init):
     # Each branch gets its own lists and dicts, so that `ys.append(y)` on one
     # branch is not seen by the other (both are traced, one after the other).
-    return tuple(jax.tree_util.tree_map(lambda x: x, v, is_leaf=st.is_undefined)
+    return tuple(jax.tree_util.tree_map(lambda x: x, _plain(v), is_leaf=st.is_undefined)
                  if isinstance(v, (list, dict)) else v for v in init)
+
+
+def _plain(v):
+    # a list subclass (such as a staged loop's tracked list) is a pytree leaf
+    return list(list.__iter__(v)) if isinstance(v, list) and type(v) is not list else v
 
 
 def _run(fn, init, n):
@@ -116,12 +121,28 @@ def _same(sig_a, sig_b) -> bool:
     return True
 
 
+def _check_objects(snapshot):
+    hit = st.mutated_attribute(snapshot)
+    if hit is not None:
+        obj, attr = hit
+        raise errors.BranchError(
+            "an attribute cannot be assigned inside an array-dependent `if`",
+            observed=f"attribute `{attr}` of a `{type(obj).__name__}` object is assigned on a "
+                     f"branch; both branches run while tracing, so the object would keep the "
+                     f"value of whichever ran last",
+            variable=attr,
+            fix=f"compute the new value in a local variable and assign `.{attr}` after the "
+                f"`if` (or use `jnp.where`)")
+
+
 def _staged(pred, true_fn, false_fn, init, names, exits=()):
     records = {}
+    snapshot = st.object_snapshot(init)
 
     def first(fn, key):
         def run():
             rec = _Record(_run(fn, init, len(names)))
+            _check_objects(snapshot)
             records[key] = rec
             return rec.arrays()
         return run
@@ -132,8 +153,9 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
         if len(records) != 2 or _same(records["t"].signature(), records["f"].signature()):
             raise
     else:
-        if _same(records["t"].signature(), records["f"].signature()):
-            return _rebuild_like(records["t"], arrays)
+        sig_t, sig_f = records["t"].signature(), records["f"].signature()
+        if _same(sig_t, sig_f):
+            return _rebuild_like(records["t"], _strong_where_either(arrays, sig_t, sig_f))
     spec = _merge(records["t"], records["f"], names, exits)
 
     def second(fn):
@@ -143,6 +165,14 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
 
     arrays = lax.cond(pred, second(true_fn), second(false_fn))
     return _rebuild(spec, arrays)
+
+
+def _strong_where_either(arrays, sig_t, sig_f):
+    """A weakly typed output stays weak only if it is weak on both branches."""
+    weak = [a[3] and b[3] for (_, lt), (_, lf) in zip(sig_t, sig_f)
+            for a, b in zip(lt, lf) if a[0] == "a"]
+    return [x if w or not getattr(x, "weak_type", False) else st.convert(x, x.dtype, False)
+            for x, w in zip(arrays, weak)]
 
 
 def _rebuild_like(rec, arrays):
@@ -159,6 +189,8 @@ def _rebuild_like(rec, arrays):
 
 def _q(name: str) -> str:
     """A variable name in backticks; a description (not a name) as it is."""
+    if _RETVAL.match(name):
+        return "the return value"
     return f"`{name}`" if name.isidentifier() else name
 
 
@@ -186,7 +218,7 @@ def _merge(t: _Record, f: _Record, names, exits=()):
                 "a variable used after an array-dependent `if` must be set on every branch",
                 observed=f"{_q(name)} is assigned on the {assigned} branch but not on the "
                          f"{missing} branch, and the condition is only known at run time",
-                variable=name,
+                variable=_q(name).strip("`"),
                 fix=f"initialize {_q(name)} before the `if` (or assign it on both branches)")
         if tt != tf or len(lt) != len(lf):
             raise _structure_error(name, vt, vf)
@@ -213,7 +245,7 @@ def _leaf_spec(name, a, b):
                 "a variable must have the same shape on both branches of an array-dependent `if`",
                 observed=f"{_q(name)} has shape {sa[0]} on the true branch but shape {sb[0]} "
                          f"on the false branch",
-                variable=name,
+                variable=_q(name).strip("`"),
                 fix=f"give {_q(name)} one shape on both branches (e.g. with `jnp.broadcast_to` "
                     f"or `jnp.zeros_like`), or use `jnp.where` for an elementwise choice")
         dtype, weak = st.promote(sa, sb)
@@ -224,12 +256,13 @@ def _leaf_spec(name, a, b):
         "a Python value must be the same on both branches of an array-dependent `if`",
         observed=f"{_q(name)} is {describe(a)} on the true branch but {describe(b)} on the "
                  f"false branch; staged code cannot choose between Python objects at run time",
-        variable=name,
+        variable=_q(name).strip("`"),
         fix=f"compute {_q(name)} outside the `if`, make it the same on both branches, or "
             f"make it an array on both")
 
 
 def _structure_error(name, vt, vf):
+    detail = st.difference(vt, vf, _q(name).strip("`"))
     if _RETVAL.match(name) and (vt is None or vf is None):
         missing = "true" if vt is None else "false"
         return errors.BranchError(
@@ -241,8 +274,8 @@ def _structure_error(name, vt, vf):
     return errors.BranchError(
         "a variable must have the same structure on both branches of an array-dependent `if`",
         observed=f"{_q(name)} is {describe(vt)} on the true branch but {describe(vf)} on the "
-                 f"false branch",
-        variable=name,
+                 f"false branch" + (f" ({detail})" if detail else ""),
+        variable=_q(name).strip("`"),
         fix=f"give {_q(name)} the same structure (pytree, list length, None-ness) on both branches")
 
 

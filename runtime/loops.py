@@ -210,8 +210,13 @@ class _Carry:
                     fixed.append((i, leaf))
             self.static.append(fixed)
         self.values = values
+        self.strengthen = set()  # carried leaves the body makes strongly typed
+        self.snapshot = st.object_snapshot(values)
 
-    def unflatten(self, arrays):
+    def unflatten(self, arrays, final: bool = False):
+        if final and self.strengthen:
+            arrays = [st.convert(a, a.dtype, False) if i in self.strengthen else a
+                      for i, a in enumerate(arrays)]
         it = iter(arrays)
         out = []
         for (treedef, leaves), fixed in zip(self.flat, self.static):
@@ -222,6 +227,16 @@ class _Carry:
 
     def check(self, out_values, in_arrays):
         """Flattens a body's output, checking it against the carried input."""
+        hit = st.mutated_attribute(self.snapshot)
+        if hit is not None:
+            obj, attr = hit
+            raise errors.LoopStateError(
+                f"an attribute cannot be assigned inside a staged `{self.loop}` loop",
+                observed=f"attribute `{attr}` of a `{type(obj).__name__}` object is assigned in "
+                         f"the loop body, which runs once while tracing; the object would keep "
+                         f"a traced value", variable=attr,
+                fix=f"carry the value in a local variable (`v = obj.{attr}` before the loop, "
+                    f"`obj.{attr} = v` after it)")
         result = []
         it = iter(in_arrays)
         for name, value, (treedef, leaves), fixed in zip(
@@ -229,10 +244,14 @@ class _Carry:
             out_treedef, out_leaves = st.flatten(value)
             before = jax.tree_util.tree_unflatten(treedef, leaves)
             if out_treedef != treedef:
+                detail = st.difference(before, value, name)
                 raise errors.LoopStateError(
                     f"a variable carried by a staged `{self.loop}` loop must keep its structure",
                     observed=f"`{name}` is {describe(before) if not is_undefined(before) else 'unassigned'} "
-                             f"before the loop but {describe(value)} after one iteration",
+                             f"before the loop but {describe(value)} after one iteration"
+                             + (f" ({detail})" if detail else "")
+                             + ("; only a list that is itself a loop variable can grow, by "
+                                "`append`" if detail and " items vs " in detail else ""),
                     variable=name,
                     fix=f"give `{name}` its final structure (list length, keys, None-ness) "
                         f"before the loop")
@@ -248,7 +267,10 @@ class _Carry:
                             fix=f"make `{name}` an array, or compute it outside the loop")
                     continue
                 x_in = next(it)
-                result.append(self._check_leaf(name, x_in, leaf))
+                checked = self._check_leaf(name, x_in, leaf)
+                if getattr(x_in, "weak_type", False) and not getattr(checked, "weak_type", True):
+                    self.strengthen.add(len(result))  # Python: `best = 0.0` becomes `best = v`
+                result.append(checked)
         return result
 
     def _check_leaf(self, name, x_in, leaf):
@@ -268,8 +290,9 @@ class _Carry:
                 fix=f"give `{name}` its final shape before the loop (e.g. preallocate with "
                     f"`jnp.zeros` and write with `.at[i].set(...)`)")
         if dtype_in != dtype_out:
-            if weak_out and not weak_in:  # `x = 0` on a float32 carry: keep float32
-                return st.convert(st.as_array(leaf), dtype_in, False)
+            if weak_out and not weak_in and st.promote(
+                    (shape_in, dtype_in, False), (shape_out, dtype_out, True))[0] == dtype_in:
+                return st.convert(st.as_array(leaf), dtype_in, False)  # `x = 0` on a float32 carry
             if not weak_in:
                 raise errors.LoopStateError(
                     f"a variable carried by a staged `{self.loop}` loop must keep its dtype",
@@ -317,7 +340,22 @@ def _infer_undefined(step, values, names, loop):
 
     def probe(arrays):
         out = step(carry.unflatten(arrays))
-        return {n: v for n, v in zip(names, out) if n in undefined}
+        found = {}
+        for n, v in zip(names, out):
+            if n not in undefined:
+                continue
+            for leaf in jax.tree_util.tree_leaves(v, is_leaf=is_undefined):
+                if not st.is_carryable(leaf) and not is_undefined(leaf):
+                    label = "the return value" if isinstance(values[names.index(n)],
+                                                             UndefinedReturn) else f"`{n}`"
+                    raise errors.LoopStateError(
+                        f"a staged `{loop}` loop can only produce arrays",
+                        observed=f"{label} is {describe(leaf)}, set inside a loop whose "
+                                 f"iterations depend on arrays", variable=n,
+                        fix="return or assign an array (or compute the Python value outside "
+                            "the loop)")
+            found[n] = v
+        return found
 
     try:
         shapes = jax.eval_shape(probe, carry.arrays)
@@ -335,9 +373,29 @@ def _infer_undefined(step, values, names, loop):
     return tuple(new)
 
 
-def _split_accumulators(values):
-    """Lists in the state, which a staged loop may grow by ``append``."""
-    return [isinstance(v, list) for v in values]
+class _TrackedList(list):
+    """A list given to a staged loop body; remembers whether the body read it.
+
+    Items appended in a staged loop become the scan's outputs: inside the
+    body the list holds only the items from before the loop, so a body that
+    reads the list it appends to would see stale items.
+    """
+
+    read = False
+
+    def _reading(name):
+        method = getattr(list, name)
+
+        def wrapper(self, *args):
+            self.read = True
+            return method(self, *args)
+        wrapper.__name__ = name
+        return wrapper
+
+    for _name in ("__getitem__", "__iter__", "__len__", "__contains__", "__reversed__",
+                  "index", "count", "copy", "__eq__"):
+        locals()[_name] = _reading(_name)
+    del _name, _reading
 
 
 # ----------------------------------------------------------------------------
@@ -413,7 +471,7 @@ def _staged_while(test, body, state, names, opts, loop="while"):
 
     if maximum is None:
         final = lax.while_loop(cond_arrays, body_arrays, carry.arrays)
-        return carry.unflatten(final)
+        return carry.unflatten(final, final=True)
 
     if _stabilize(carry, jax.eval_shape(body_arrays, carry.arrays)):
         _stabilize(carry, jax.eval_shape(body_arrays, carry.arrays))
@@ -423,7 +481,7 @@ def _staged_while(test, body, state, names, opts, loop="while"):
         return lax.cond(keep, body_arrays, lambda a: list(a), arrays), None
 
     final, _ = lax.scan(step, carry.arrays, None, length=int(maximum))
-    return carry.unflatten(final)
+    return carry.unflatten(final, final=True)
 
 
 # ----------------------------------------------------------------------------
@@ -531,13 +589,24 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
     appended_count = {}
 
     def one(arrays, k, x):
-        values = carry.unflatten(arrays)
+        values = list(carry.unflatten(arrays))
         before = {i: list(values[i]) for i in lists}  # the body may append in place
+        for i in lists:
+            values[i] = _TrackedList(values[i])
         out = list(body(seq.element(k, x), *values))
         grown = []
         for i, base_len in lists.items():
             v = out[i]
-            if isinstance(v, list) and len(v) > base_len:
+            if isinstance(v, list) and list.__len__(v) > base_len:
+                if getattr(values[i], "read", False):
+                    raise errors.LoopStateError(
+                        "a list appended to in a staged `for` loop cannot be read in the loop",
+                        observed=f"the loop body reads `{names[i]}` and appends to it; staged, "
+                                 f"the appended items exist only after the loop",
+                        variable=names[i],
+                        fix=f"carry the item you need (e.g. `last = {names[i]}[-1]` before the "
+                            f"loop, updated in the body) and append to `{names[i]}` only")
+                v = list(list.__iter__(v))
                 if not all(a is b for a, b in zip(v[:base_len], before[i])):
                     raise errors.LoopStateError(
                         "a list grown in a staged `for` loop may only be appended to",
@@ -546,6 +615,9 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
                 grown.append(v[base_len:])
                 appended_count[i] = len(v) - base_len
                 out[i] = before[i]
+            elif isinstance(v, _TrackedList):
+                out[i] = list(list.__iter__(v))
+                grown.append([])
             else:
                 grown.append([])
         return carry.check(tuple(out), arrays), grown
@@ -585,7 +657,7 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
             raise
         _stabilize(carry, jax.eval_shape(lambda a: one(a, ks[0], x0)[0], carry.arrays))
         final, grown = lax.scan(step, carry.arrays, (ks, xs))
-    values = list(carry.unflatten(final))
+    values = list(carry.unflatten(final, final=True))
     for (i, base_len), items in zip(lists.items(), grown):
         if items:
             m = appended_count[i]

@@ -55,12 +55,19 @@ def as_array(leaf):
     return leaf if isinstance(leaf, (jax.Array, jax.core.Tracer)) else jnp.asarray(leaf)
 
 
+_WEAK_STANDINS = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def _promotion_operand(dtype, weak: bool):
+    # JAX's rules treat a weakly typed value like a Python scalar of its kind.
+    return _WEAK_STANDINS.get(np.dtype(dtype).kind, dtype) if weak else np.dtype(dtype)
+
+
 def promote(a, b):
-    """Joint (dtype, weak) of two avals under JAX's promotion rules."""
+    """Joint (dtype, weak) of two avals under JAX's promotion rules, weak types included."""
     (_, da, wa), (_, db, wb) = a, b
-    sa = jax.ShapeDtypeStruct((), da, weak_type=wa)
-    sb = jax.ShapeDtypeStruct((), db, weak_type=wb)
-    return np.dtype(jnp.result_type(sa, sb)), wa and wb
+    dtype = jnp.result_type(_promotion_operand(da, wa), _promotion_operand(db, wb))
+    return np.dtype(dtype), wa and wb
 
 
 def same_static(a, b) -> bool:
@@ -81,3 +88,66 @@ def kind_of(value) -> str:
     if isinstance(value, (list, tuple, dict)):
         return f"a {type(value).__name__} of {len(value)}"
     return f"a `{type(value).__name__}`"
+
+
+def object_snapshot(values):
+    """Attribute values of the plain objects among ``values``, to detect mutation.
+
+    Staged branches and loop bodies run once while tracing: an attribute
+    assigned there would keep a traced value, silently.
+    """
+    snap = []
+    for leaf in tree_util.tree_leaves(list(values), is_leaf=is_undefined):
+        attrs = getattr(leaf, "__dict__", None)
+        if attrs is not None and not is_array(leaf) and not callable(leaf):
+            snap.append((leaf, dict(attrs)))
+    return snap
+
+
+def mutated_attribute(snapshot):
+    """``(object, attribute)`` of the first attribute rebound since ``snapshot``."""
+    for obj, before in snapshot:
+        now = getattr(obj, "__dict__", {})
+        for key in set(before) | set(now):
+            if before.get(key, _MISSING) is not now.get(key, _MISSING):
+                return obj, key
+    return None
+
+
+_MISSING = object()
+
+
+def difference(a, b, path: str) -> str | None:
+    """Where two pytrees differ in structure, in words; None if they do not.
+
+    ``path`` names ``a`` and ``b`` (a variable name); the answer extends it,
+    as in "`hist['x']` has 0 items vs 1".
+    """
+    from .values import describe
+
+    if type(a) is not type(b) and not (is_array(a) and is_array(b)):
+        return f"`{path}` is {describe(a)} on one side and {describe(b)} on the other"
+    if isinstance(a, dict):
+        if set(a) != set(b):
+            return f"`{path}` has keys {sorted(map(str, a))} vs {sorted(map(str, b))}"
+        for k in a:
+            d = difference(a[k], b[k], f"{path}[{k!r}]")
+            if d:
+                return d
+        return None
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return f"`{path}` has {len(a)} items vs {len(b)}"
+        fields = getattr(a, "_fields", None)
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = difference(x, y, f"{path}.{fields[i]}" if fields else f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    ta, tb = tree_util.tree_structure(a), tree_util.tree_structure(b)
+    if ta != tb:
+        ca, cb = tree_util.tree_leaves(a), tree_util.tree_leaves(b)
+        if len(ca) != len(cb):
+            return f"`{path}` has {len(ca)} array leaves vs {len(cb)}"
+        return f"`{path}` differs in its static (non-array) fields: {ta} vs {tb}"
+    return None

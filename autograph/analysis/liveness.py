@@ -78,9 +78,9 @@ def statement(node, live_out: frozenset) -> frozenset:
         # an exception may leave the body anywhere: what handlers read is live throughout
         live_in = block(node.body, orelse | handlers) | handlers
     elif isinstance(node, gast.Return):
-        live_in = _reads(node.value)
+        live_in = _reads(node.value) | _exit_live[-1]
     elif isinstance(node, gast.Raise):
-        live_in = _reads(node.exc) | _reads(node.cause)
+        live_in = _reads(node.exc) | _reads(node.cause) | _exit_live[-1]
     elif isinstance(node, gast.Match):
         live = _reads(node.subject)
         for case in node.cases:
@@ -111,5 +111,14 @@ def _closure_reads(node: gast.FunctionDef) -> frozenset:
     return frozenset(reads) & activity.function_locals(node)
 
 
+# What is live when the function being analysed exits (its closures' reads).
+_exit_live = [frozenset()]
+
+
 def analyze_function(node: gast.FunctionDef) -> None:
-    block(node.body, _closure_reads(node))
+    exit_live = _closure_reads(node)
+    _exit_live.append(exit_live)
+    try:
+        block(node.body, exit_live)
+    finally:
+        _exit_live.pop()
