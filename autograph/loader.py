@@ -25,8 +25,8 @@ from autograph import errors
 class _MappingUnparser(ast._Unparser):
     """``ast.unparse`` that also records the user line of each output line."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, **kwargs):  # nested f-strings pass `_avoid_backslashes`
+        super().__init__(**kwargs)
         self.line_map: dict[int, int] = {}
         self._line = 1
         self._origin = None

@@ -57,6 +57,11 @@ class _Return(jumps.Jump):
         add_loop_test(node, not_flag(self.flag))
 
 
+def _is_docstring(node) -> bool:
+    return (isinstance(node, gast.Expr) and isinstance(node.value, gast.Constant)
+            and isinstance(node.value.value, str))
+
+
 def _is_return(node):
     return isinstance(node, gast.Return)
 
@@ -98,7 +103,8 @@ class _Transformer(gast.NodeTransformer):
             prologue.extend(_INIT_UNDEFINED.substitute(node, RETVAL=jump.retval))
         ret = gast.Return(value=templates.name(jump.retval))
         templates.set_location(ret, node.body[-1])
-        node.body = prologue + body + [ret]
+        docstring = body[:1] if _is_docstring(body[0]) else []
+        node.body = docstring + prologue + body[len(docstring):] + [ret]
         return node
 
 

@@ -1,0 +1,475 @@
+"""What ``autograph explain`` says about each `if` and loop of one function.
+
+For every `if`, `while` and `for` the converters will rewrite, this module
+computes, with the same analyses and the same formulas the converters use:
+
+* **carried in**: the names the block function takes as parameters;
+* **carried out**: the names it hands back to the code after the statement;
+* **local**: names the block assigns that nothing after it reads, which stay
+  inside the generated function;
+* whether it sets the function's return value (a `return` inside it);
+* how it runs: in Python when its condition (or iterable) is a Python value,
+  with ``lax`` when it is traced, and which arguments that depends on.
+
+Nothing is imported or run: the function is parsed from its file. The jump
+passes (`continue`, `break`, `return`) run first, as in the pipeline, so the
+guards and flags they add are described too.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import textwrap
+
+import gast
+
+from autograph import analysis, anno, checks
+from autograph.analysis import Analysis, activity
+from autograph.anno import Anno
+from autograph.context import Context
+from autograph.converters import break_statements, continue_statements, return_statements
+from autograph.naming import Namer
+
+_JUMP_PASSES = (continue_statements, break_statements, return_statements)
+_BLOCKS = (gast.If, gast.While, gast.For)
+_MARK = "_autograph_explain_user"  # set on the user's own `if`/`while`/`for` nodes
+_JUMP_KINDS = (("did_continue", "continue"), ("did_break", "break"), ("did_return", "return"))
+
+
+@dataclasses.dataclass
+class Block:
+    """One `if`, `while` or `for` as its converter will see it.
+
+    Attributes:
+      kind: ``"if"``, ``"while"`` or ``"for"``.
+      line: the user's line.
+      header: the user's source line (``if x > 0:``), or the generated guard.
+      function: qualified name of the function the block is in.
+      generated: why the jump passes added this block, or ``None`` for the user's.
+      carried_in: names passed into the branch or loop functions.
+      carried_out: names handed back to the code after the statement.
+      local: names assigned inside that stay there.
+      sets_return: whether a `return` inside sets the function's result.
+      target: the loop variable(s) of a `for`.
+      runtime: how it runs, in Python or with ``lax``.
+      depends: which arguments decide that.
+    """
+
+    kind: str
+    line: int
+    header: str
+    function: str
+    generated: str | None = None
+    carried_in: tuple[str, ...] = ()
+    carried_out: tuple[str, ...] = ()
+    local: tuple[str, ...] = ()
+    sets_return: bool = False
+    target: str = ""
+    runtime: str = ""
+    depends: str = ""
+
+
+@dataclasses.dataclass
+class Explanation:
+    qualname: str
+    filename: str
+    line: int
+    params: tuple[str, ...]
+    blocks: list[Block]
+    generated_names: dict[str, str]  # generated name -> what it stands for
+
+
+def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
+                     source: str) -> Explanation:
+    """Describes every `if` and loop of ``node``, parsed from ``source``.
+
+    Raises:
+      ConversionError: ``node`` uses syntax that cannot be converted.
+    """
+    checks.check(node, filename)
+    user_names = _identifiers(node)
+    user_nodes, user_tests = {}, {}
+    for n in _walk(node):
+        if isinstance(n, _BLOCKS):
+            setattr(n, _MARK, True)
+            user_nodes[_key(n)] = n
+            if not isinstance(n, gast.For):  # the break/return passes extend `while` tests
+                user_tests[_key(n)] = _source_text(source, n.test)
+    ctx = Context(namer=Namer.for_tree(node), filename=filename)
+    for converter in _JUMP_PASSES:
+        node = converter.transform(node, ctx)
+    analysis.run(node, (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS))
+    generated = {n: _generated_role(n) for n in sorted(_identifiers(node) - user_names)}
+    generated = {n: role for n, role in generated.items() if role}
+    kept = {_key(n) for n in _walk(node) if getattr(n, _MARK, False)}
+    lines = source.splitlines()
+    blocks: list[Block] = []
+    _Describer(blocks, lines, source, user_nodes, user_tests, kept, generated).function(
+        node, qualname, {})
+    params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
+    params += tuple(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
+    return Explanation(qualname, filename, node.lineno, params, blocks, generated)
+
+
+def _source_text(source: str, node) -> str:
+    """The user's text of expression ``node``, or its unparsed form if it has none."""
+    if node is None:
+        return ""
+    text = None
+    if getattr(node, "lineno", None) is not None and getattr(node, "end_lineno", None):
+        try:
+            text = ast.get_source_segment(source, node)
+        except (TypeError, ValueError, IndexError):
+            text = None
+    if not text or "\n" in text:
+        text = ast.unparse(gast.gast_to_ast(node))
+    return text
+
+
+def _key(node) -> tuple:
+    return type(node).__name__, node.lineno, node.col_offset
+
+
+def _walk(node):
+    """Nodes of ``node``'s function, nested functions included, local classes not."""
+    for child in gast.iter_child_nodes(node):
+        if isinstance(child, gast.ClassDef):
+            continue  # methods of local classes are converted when called
+        yield child
+        yield from _walk(child)
+
+
+def _identifiers(node) -> set[str]:
+    out = set()
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name):
+            out.add(n.id)
+        elif isinstance(n, (gast.FunctionDef, gast.ClassDef)):
+            out.add(n.name)
+    return out
+
+
+def _generated_role(name: str) -> str | None:
+    for prefix, jump in _JUMP_KINDS:
+        if name == prefix or name.startswith(prefix + "_"):
+            return f"flag: a `{jump}` has run"
+    if name == "retval" or name.startswith("retval_"):
+        return "the function's return value"
+    return None
+
+
+def _reads(node) -> frozenset:
+    return activity.expression_scope(node).reads
+
+
+def _names(node: gast.arguments) -> set[str]:
+    out = {a.id for a in node.posonlyargs + node.args + node.kwonlyargs}
+    out |= {a.id for a in (node.vararg, node.kwarg) if a is not None}
+    return out
+
+
+def _dependencies(fn: gast.FunctionDef, outer: dict[str, frozenset]) -> dict[str, frozenset]:
+    """Which arguments each name's value may depend on, through data or control.
+
+    Flow-insensitive: a name assigned anywhere from ``x`` depends on ``x``; a
+    name assigned under ``if c:`` (or in a loop) also depends on what ``c`` reads,
+    since a traced condition makes the block's outputs traced.
+    """
+    edges: dict[str, set] = {}
+
+    def add(targets, sources):
+        for t in targets:
+            edges.setdefault(t, set()).update(sources)
+
+    def block(stmts, control: frozenset):
+        for s in stmts:
+            if isinstance(s, gast.If):
+                c = control | _reads(s.test)
+                block(s.body, c)
+                block(s.orelse, c)
+            elif isinstance(s, (gast.While, gast.For)):
+                c = control | _reads(anno.get(s, Anno.EXTRA_TEST))
+                if isinstance(s, gast.While):
+                    c |= _reads(s.test)
+                else:
+                    c |= _reads(s.iter)
+                    add(activity.expression_scope(s.target).kills, c)
+                block(s.body, c)
+                block(s.orelse, c)
+            elif isinstance(s, (gast.With, gast.Try)):
+                for item in getattr(s, "items", ()):
+                    add(activity.expression_scope(item.optional_vars).kills,
+                        control | _reads(item.context_expr))
+                for part in (s.body, getattr(s, "orelse", []), getattr(s, "finalbody", [])):
+                    block(part, control)
+                for h in getattr(s, "handlers", ()):
+                    block(h.body, control)
+            elif isinstance(s, gast.ClassDef):
+                continue
+            else:
+                scope = activity.statement_scope(s)
+                add(scope.modified, scope.reads | control)
+
+    block(fn.body, frozenset())
+    params = _names(fn.args)
+    deps = {n: d for n, d in outer.items() if n not in params and n not in edges}
+    deps.update({p: frozenset({p}) for p in params})
+    changed = True
+    while changed:  # values only grow, so this reaches a fixed point
+        changed = False
+        for target, sources in edges.items():
+            new = deps.get(target, frozenset())
+            for s in sources:
+                new |= deps.get(s, frozenset())
+            if new != deps.get(target):
+                deps[target] = new
+                changed = True
+    return deps
+
+
+class _Describer:
+    def __init__(self, blocks, lines, source, user_nodes, user_tests, kept, generated):
+        self.blocks = blocks
+        self.lines = lines
+        self.source = source
+        self.user_nodes = user_nodes
+        self.user_tests = user_tests
+        self.kept = kept
+        self.generated = generated
+
+    def function(self, fn: gast.FunctionDef, qualname: str, outer_deps: dict) -> None:
+        deps = _dependencies(fn, outer_deps)
+        locals_ = activity.function_locals(fn)
+        self._block(fn.body, qualname, locals_, deps)
+
+    def _block(self, stmts, qualname, locals_, deps):
+        for s in stmts:
+            if isinstance(s, gast.FunctionDef):
+                self.function(s, f"{qualname}.<locals>.{s.name}", deps)
+                continue
+            if isinstance(s, gast.ClassDef):
+                continue
+            if isinstance(s, _BLOCKS):
+                self.blocks.append(self._describe(s, qualname, locals_, deps))
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(s, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
+                    self._block(inner, qualname, locals_, deps)
+            for h in getattr(s, "handlers", None) or ():
+                self._block(h.body, qualname, locals_, deps)
+
+    # -- one block --------------------------------------------------------
+
+    def _text(self, node) -> str:
+        return _source_text(self.source, node)
+
+    def _origin(self, node):
+        """The user's node for ``node`` (itself, or the one a jump pass replaced)."""
+        if getattr(node, _MARK, False):
+            return node
+        key = _key(node)
+        if key in self.user_nodes and key not in self.kept:
+            return self.user_nodes[key]
+        return None
+
+    def _describe(self, node, qualname, locals_, deps) -> Block:
+        kind = type(node).__name__.lower()
+        origin = self._origin(node)
+        if origin is not None:
+            header = self.lines[node.lineno - 1].strip() if node.lineno <= len(self.lines) else ""
+            generated = None
+            if origin is not node:
+                generated = (f"rewritten by the jump lowering as `{kind} "
+                             f"{self._text(node.test)}:` around the code that follows it, "
+                             f"so the jump needs no flag")
+        else:
+            header = f"{kind} {ast.unparse(gast.gast_to_ast(node.test))}:"
+            generated = self._why_generated(node)
+        block = Block(kind=kind, line=node.lineno, header=header, function=qualname,
+                      generated=generated)
+        if isinstance(node, gast.If):
+            self._if(node, block, locals_)
+            test = self.user_tests.get(_key(origin)) if origin is not None else None
+            self._if_runtime(node, test or self._text(node.test), block, deps)
+        else:
+            self._loop(node, block, locals_)
+            self._loop_runtime(node, origin, block, deps)
+        return block
+
+    def _why_generated(self, node) -> str:
+        flags = [n for n in _reads(node.test) if n in self.generated]
+        for prefix, jump in _JUMP_KINDS:
+            if any(f == prefix or f.startswith(prefix + "_") for f in flags):
+                return f"added by the `{jump}` lowering: what follows runs only if no `{jump}` ran"
+        return "added by the jump lowering"
+
+    def _if(self, node: gast.If, block: Block, locals_) -> None:
+        modified = (anno.get(node, Anno.BODY_SCOPE).modified
+                    | anno.get(node, Anno.ORELSE_SCOPE).modified) & locals_
+        outputs = tuple(sorted(modified & anno.get(node, Anno.LIVE_OUT)))
+        reads = anno.get(node, Anno.BODY_LIVE_IN) | anno.get(node, Anno.ORELSE_LIVE_IN)
+        needed = modified & reads
+        block.carried_in = (tuple(o for o in outputs if o in needed)
+                            + tuple(sorted(needed - set(outputs))))
+        block.carried_out = outputs
+        block.local = tuple(sorted(modified - set(outputs) - needed))
+        block.sets_return = any(self.generated.get(n, "").endswith("return value")
+                                for n in outputs)
+
+    def _loop(self, node, block: Block, locals_) -> None:
+        extra = anno.get(node, Anno.EXTRA_TEST)
+        test_reads = _reads(extra) | (_reads(node.test) if isinstance(node, gast.While)
+                                      else frozenset())
+        modified = anno.get(node, Anno.BODY_SCOPE).modified & locals_
+        head = anno.get(node, Anno.LIVE_OUT) | anno.get(node, Anno.BODY_LIVE_IN) | test_reads
+        state = set(modified & head)
+        if isinstance(node, gast.For):
+            target = activity.expression_scope(node.target).kills
+            state |= target & anno.get(node, Anno.LIVE_OUT) & locals_
+        state = tuple(sorted(state))
+        block.carried_in = state
+        block.carried_out = tuple(n for n in state if n in anno.get(node, Anno.LIVE_OUT))
+        local = modified - set(state)
+        if isinstance(node, gast.For):
+            local -= activity.expression_scope(node.target).kills  # the target is shown apart
+        block.local = tuple(sorted(local))
+        block.sets_return = any(self.generated.get(n, "").endswith("return value")
+                                for n in block.carried_out)
+
+    # -- how it runs ------------------------------------------------------
+
+    def _depends(self, names, deps) -> list[str]:
+        out = set()
+        for n in names:
+            out |= deps.get(n, frozenset())
+        return sorted(out)
+
+    def _dep_clause(self, what: str, args: list[str]) -> str:
+        """Which arguments make ``what`` traced."""
+        if not args:
+            return (f"`{what}` depends on no argument: it stays a Python value unless a "
+                    f"global or closed-over value it reads is traced")
+        if args == [what]:
+            return (f"`{what}` is an argument: traced when it is an array argument of "
+                    f"`jax.jit`, `jax.grad` or `jax.vmap`")
+        listed = ", ".join(f"`{a}`" for a in args)
+        if len(args) == 1:
+            return (f"`{what}` depends on the argument {listed}: traced when that is an "
+                    f"array argument of `jax.jit`, `jax.grad` or `jax.vmap`")
+        return (f"`{what}` depends on the arguments {listed}: traced when any of them is "
+                f"an array argument of `jax.jit`, `jax.grad` or `jax.vmap`")
+
+    def _if_runtime(self, node, test: str, block: Block, deps) -> None:
+        block.runtime = (f"a Python `if` when `{test}` is a Python value (a bool, a number, "
+                         f"a concrete array); `lax.cond`, tracing both branches, when it "
+                         f"is traced")
+        block.depends = self._dep_clause(test, self._depends(_reads(node.test), deps))
+
+    def _loop_runtime(self, node, origin, block: Block, deps) -> None:
+        extra = anno.get(node, Anno.EXTRA_TEST)
+        early = ""
+        if extra is not None:
+            early = (f"; it also stops once `{self._text(extra)}` is false (a `break` or "
+                     f"`return` inside), by masking the remaining steps when staged")
+        if isinstance(node, gast.While):
+            test = self.user_tests.get(_key(origin), "") if origin is not None else ""
+            test = test or self._text(node.test)
+            rewritten = self._text(node.test)
+            if rewritten != test and extra is None:
+                early = (f"; the jump lowering makes its test `{rewritten}`, so it also stops "
+                         f"once a `break` or `return` inside has run")
+            staged = "`lax.while_loop`"
+            if _has_loop_options(node.body):
+                staged = ("a masked `lax.scan` of `maximum_iterations` steps "
+                          "(`set_loop_options`), which reverse-mode `jax.grad` supports")
+            block.runtime = (f"a Python `while` as long as `{test}` is a Python value; from "
+                             f"the first test that is traced, the rest runs as {staged}"
+                             + early)
+            block.depends = self._dep_clause(
+                rewritten, self._depends(_reads(node.test) | _reads(extra), deps))
+            return
+        iterable = origin.iter if origin is not None else node.iter
+        it_text = self._text(iterable)
+        block.target = self._text(origin.target if origin is not None else node.target)
+        func = iterable.func.id if (isinstance(iterable, gast.Call)
+                                    and isinstance(iterable.func, gast.Name)) else None
+        if func == "range":
+            block.runtime = (
+                f"a Python loop while the bounds are Python ints and the loop state holds "
+                f"no traced value; once the state is traced, the remaining iterations run "
+                f"as one `lax.scan` (the trip count is static); with a traced bound, as "
+                f"`lax.while_loop`" + early)
+        else:
+            via = (f" (`{func}` of ranges and arrays stays stageable)"
+                   if func in ("enumerate", "zip", "reversed") else "")
+            block.runtime = (
+                f"a Python loop while neither `{it_text}` nor the loop state is traced; "
+                f"when `{it_text}` is an array{via} and it or the state is traced, the "
+                f"remaining iterations run as one `lax.scan` over its leading axis; a list, "
+                f"tuple, dict or other iterable always runs as a Python loop (unrolled "
+                f"under `jax.jit`)" + early)
+        clauses = [self._dep_clause(it_text, self._depends(_reads(node.iter), deps))]
+        if block.carried_in:
+            state = ", ".join(f"`{n}`" for n in block.carried_in)
+            args = self._depends(block.carried_in, deps)
+            clauses.append(f"the state ({state}) depends on "
+                           + (", ".join(f"`{a}`" for a in args) if args else "no argument"))
+        block.depends = "; ".join(clauses)
+
+
+def _has_loop_options(body) -> bool:
+    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Call):
+        func = body[0].value.func
+        name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
+        return name == "set_loop_options"
+    return False
+
+
+def render(exp: Explanation, style=None, width: int = 100) -> str:
+    """The text ``autograph explain`` prints for ``exp``."""
+    bold = style.bold if style is not None else (lambda s: s)
+    out = [bold(f"{exp.qualname} ({exp.filename}:{exp.line})"),
+           "parameters: " + (", ".join(exp.params) or "(none)")]
+    if not exp.blocks:
+        out.append("no `if`, `while` or `for`: nothing here becomes `lax` control flow "
+                   "(user functions it calls are converted when called)")
+    current = exp.qualname
+
+    def field(label: str, text: str) -> None:
+        out.append(textwrap.fill(text, width, initial_indent=f"  {label:<13}",
+                                 subsequent_indent=" " * 15, break_on_hyphens=False))
+
+    for b in exp.blocks:
+        out.append("")
+        if b.function != current:
+            out.append(bold(f"in nested function {b.function}"))
+            current = b.function
+        out.append(bold(f"{exp.filename}:{b.line}  {b.header}"))
+        if b.generated:
+            field("note:", b.generated)
+        if b.kind == "for":
+            field("loop target:", f"{b.target} (the body function's first parameter)")
+        if b.kind == "if":
+            field("carried in:", f"{_list(b.carried_in)} (parameters of the branch functions)")
+            field("carried out:", f"{_list(b.carried_out)} (returned by the branches, "
+                                  f"read after the `if`)")
+        else:
+            field("carried in:", f"{_list(b.carried_in)} (the loop state, passed through "
+                                 f"every iteration)")
+            field("carried out:", f"{_list(b.carried_out)} (read after the loop)")
+        if b.sets_return:
+            field("returns:", "yes: a `return` inside sets the function's result")
+        field("local:", f"{_list(b.local)} (assigned inside, not needed after it)")
+        field("runs as:", b.runtime)
+        field("depends on:", b.depends)
+    if exp.generated_names:
+        out.append("")
+        field_text = "; ".join(f"`{n}`: {role}" for n, role in exp.generated_names.items())
+        out.append(textwrap.fill("generated names: " + field_text, width,
+                                 subsequent_indent="  ", break_on_hyphens=False))
+    return "\n".join(out) + "\n"
+
+
+def _list(names) -> str:
+    return ", ".join(names) if names else "(none)"
