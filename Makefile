@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench golden clean
+.PHONY: install demo test bench fuzz clean
 
 install: $(STAMP)
 
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || (echo "error: Python 3.11 or newer is required" >&2; exit 2)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,examples]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -27,6 +27,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+# The long differential fuzzing run (CI runs a small budget inside `make test`).
+fuzz: $(STAMP)
+	AUTOGRAPH_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/fuzz
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
