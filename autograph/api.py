@@ -7,7 +7,7 @@ import threading
 import types
 import warnings
 import weakref
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 

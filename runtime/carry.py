@@ -1,0 +1,238 @@
+"""The state a staged loop carries: splitting, checking and inferring it.
+
+Carried state follows the rules in :mod:`runtime.state`: arrays and Python
+numbers are carried (numbers as weakly typed arrays); other Python objects
+must stay the same. A variable whose type, shape or structure changes across
+an iteration raises ``LoopStateError`` naming it.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from autograph import errors
+from . import state as st
+from .values import UndefinedReturn, describe, is_undefined
+
+class _Carry:
+    """Splits loop state into arrays to carry and Python objects held fixed."""
+
+    def __init__(self, values, names, loop: str):
+        self.names, self.loop = names, loop
+        self.flat = [st.flatten(v) for v in values]
+        self.treedefs = [t for t, _ in self.flat]
+        self.static = []   # per name: list of (index, value) of fixed leaves
+        self.arrays = []
+        for _, leaves in self.flat:
+            fixed = []
+            for i, leaf in enumerate(leaves):
+                if st.is_carryable(leaf):
+                    self.arrays.append(st.as_array(leaf))
+                else:
+                    fixed.append((i, leaf))
+            self.static.append(fixed)
+        self.values = values
+        self.strengthen = set()  # carried leaves the body makes strongly typed
+        self.snapshot = st.object_snapshot(values)
+
+    def unflatten(self, arrays, final: bool = False):
+        if final and self.strengthen:
+            arrays = [st.convert(a, a.dtype, False) if i in self.strengthen else a
+                      for i, a in enumerate(arrays)]
+        it = iter(arrays)
+        out = []
+        for (treedef, leaves), fixed in zip(self.flat, self.static):
+            fixed_at = dict(fixed)
+            new = [fixed_at[i] if i in fixed_at else next(it) for i in range(len(leaves))]
+            out.append(jax.tree_util.tree_unflatten(treedef, new))
+        return tuple(out)
+
+    def check(self, out_values, in_arrays):
+        """Flattens a body's output, checking it against the carried input."""
+        hit = st.mutated_attribute(self.snapshot)
+        if hit is not None:
+            obj, attr = hit
+            raise errors.LoopStateError(
+                f"an attribute cannot be assigned inside a staged `{self.loop}` loop",
+                observed=f"attribute `{attr}` of a `{type(obj).__name__}` object is assigned in "
+                         f"the loop body, which runs once while tracing; the object would keep "
+                         f"a traced value", variable=attr,
+                fix=f"carry the value in a local variable (`v = obj.{attr}` before the loop, "
+                    f"`obj.{attr} = v` after it)")
+        result = []
+        it = iter(in_arrays)
+        for name, value, (treedef, leaves), fixed in zip(
+                self.names, out_values, self.flat, self.static):
+            out_treedef, out_leaves = st.flatten(value)
+            before = jax.tree_util.tree_unflatten(treedef, leaves)
+            if out_treedef != treedef:
+                detail = st.difference(before, value, name)
+                raise errors.LoopStateError(
+                    f"a variable carried by a staged `{self.loop}` loop must keep its structure",
+                    observed=f"`{name}` is {describe(before) if not is_undefined(before) else 'unassigned'} "
+                             f"before the loop but {describe(value)} after one iteration"
+                             + (f" ({detail})" if detail else "")
+                             + ("; only a list that is itself a loop variable can grow, by "
+                                "`append`" if detail and " items vs " in detail else ""),
+                    variable=name,
+                    fix=f"give `{name}` its final structure (list length, keys, None-ness) "
+                        f"before the loop")
+            fixed_at = dict(fixed)
+            for i, leaf in enumerate(out_leaves):
+                if i in fixed_at:
+                    if not st.same_static(leaf, fixed_at[i]):
+                        raise errors.LoopStateError(
+                            f"a Python value carried by a staged `{self.loop}` loop cannot change",
+                            observed=f"`{name}` is {describe(fixed_at[i])} before the loop but "
+                                     f"{describe(leaf)} after one iteration",
+                            variable=name,
+                            fix=f"make `{name}` an array, or compute it outside the loop")
+                    continue
+                x_in = next(it)
+                checked = self._check_leaf(name, x_in, leaf)
+                if getattr(x_in, "weak_type", False) and not getattr(checked, "weak_type", True):
+                    self.strengthen.add(len(result))  # Python: `best = 0.0` becomes `best = v`
+                result.append(checked)
+        return result
+
+    def _check_leaf(self, name, x_in, leaf):
+        if not st.is_carryable(leaf):
+            raise errors.LoopStateError(
+                f"a variable carried by a staged `{self.loop}` loop must stay an array",
+                observed=f"`{name}` is {describe(x_in)} before the loop but {describe(leaf)} "
+                         f"after one iteration", variable=name,
+                fix=f"keep `{name}` an array in the loop body")
+        shape_in, dtype_in, weak_in = st.aval_of(x_in)
+        shape_out, dtype_out, weak_out = st.aval_of(leaf)
+        if shape_in != shape_out:
+            raise errors.LoopStateError(
+                f"a variable carried by a staged `{self.loop}` loop must keep its shape",
+                observed=f"`{name}` has shape {shape_in} before the loop, but shape {shape_out} "
+                         f"after one iteration", variable=name,
+                fix=f"give `{name}` its final shape before the loop (e.g. preallocate with "
+                    f"`jnp.zeros` and write with `.at[i].set(...)`)")
+        if dtype_in != dtype_out:
+            if weak_out and not weak_in and st.promote(
+                    (shape_in, dtype_in, False), (shape_out, dtype_out, True))[0] == dtype_in:
+                return st.convert(st.as_array(leaf), dtype_in, False)  # `x = 0` on a float32 carry
+            if not weak_in:
+                raise errors.LoopStateError(
+                    f"a variable carried by a staged `{self.loop}` loop must keep its dtype",
+                    observed=f"`{name}` is {dtype_in.name} before the loop but {dtype_out.name} "
+                             f"after one iteration; the eager result's dtype would depend on "
+                             f"the number of iterations",
+                    variable=name,
+                    fix=f"cast `{name}` before the loop, e.g. `{name} = jnp.asarray({name}, "
+                        f"jnp.{dtype_out.name})`")
+        return st.as_array(leaf)
+
+
+def _stabilize(carry: _Carry, step_out_avals):
+    """Promotes weakly typed carried arrays to the dtypes one iteration produces."""
+    changed = False
+    new = []
+    for x, aval in zip(carry.arrays, step_out_avals):
+        shape, dtype, weak = st.aval_of(x)
+        if dtype != aval.dtype and weak:
+            dtype2, weak2 = st.promote((shape, dtype, weak), (aval.shape, aval.dtype, aval.weak_type))
+            new.append(st.convert(x, dtype2, weak2))
+            changed = True
+        else:
+            new.append(x)
+    carry.arrays = new
+    return changed
+
+
+def _undefined_names(values, names):
+    return [(n, v) for n, v in zip(names, values) if is_undefined(v)]
+
+
+def _loop_undefined_error(name, loop, reason):
+    return errors.LoopStateError(
+        f"a variable first assigned inside a staged `{loop}` loop must be defined before it",
+        observed=f"`{name}` is first assigned in the loop body, and {reason}",
+        variable=name,
+        fix=f"initialize `{name}` before the loop (e.g. `{name} = jnp.zeros(...)`)")
+
+
+def _infer_undefined(step, values, names, loop):
+    """Gives unassigned loop variables zero values of the type one iteration makes."""
+    undefined = {n for n, _ in _undefined_names(values, names)}
+    carry = _Carry(values, names, loop)
+
+    def probe(arrays):
+        out = step(carry.unflatten(arrays))
+        found = {}
+        for n, v in zip(names, out):
+            if n not in undefined:
+                continue
+            for leaf in jax.tree_util.tree_leaves(v, is_leaf=is_undefined):
+                if not st.is_carryable(leaf) and not is_undefined(leaf):
+                    label = "the return value" if isinstance(values[names.index(n)],
+                                                             UndefinedReturn) else f"`{n}`"
+                    raise errors.LoopStateError(
+                        f"a staged `{loop}` loop can only produce arrays",
+                        observed=f"{label} is {describe(leaf)}, set inside a loop whose "
+                                 f"iterations depend on arrays", variable=n,
+                        fix="return or assign an array (or compute the Python value outside "
+                            "the loop)")
+            found[n] = v
+        return found
+
+    try:
+        shapes = jax.eval_shape(probe, carry.arrays)
+    except TypeError as e:
+        if "Undefined" in str(e):
+            name = sorted(undefined)[0]
+            raise _loop_undefined_error(name, loop, "one iteration does not always assign it") from None
+        raise
+    new = []
+    for n, v in zip(names, values):
+        if n in undefined:
+            new.append(jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[n]))
+        else:
+            new.append(v)
+    return tuple(new)
+
+
+class _TrackedList(list):
+    """A list given to a staged loop body; remembers whether the body read it.
+
+    Items appended in a staged loop become the scan's outputs: inside the
+    body the list holds only the items from before the loop, so a body that
+    reads the list it appends to would see stale items.
+    """
+
+    read = False
+
+    def _reading(name):
+        method = getattr(list, name)
+
+        def wrapper(self, *args):
+            self.read = True
+            return method(self, *args)
+        wrapper.__name__ = name
+        return wrapper
+
+    for _name in ("__getitem__", "__iter__", "__len__", "__contains__", "__reversed__",
+                  "index", "count", "copy", "__eq__"):
+        locals()[_name] = _reading(_name)
+    del _name, _reading
+
+
+def _prepare(values, names, loop, step, may_skip: bool):
+    """Resolves unassigned variables before staging a loop."""
+    undefined = _undefined_names(values, names)
+    for n, v in undefined:
+        if not isinstance(v, UndefinedReturn) and may_skip:
+            raise _loop_undefined_error(
+                n, loop, "the number of iterations is only known at run time, so the loop "
+                         "may run zero times")
+    if undefined:
+        values = _infer_undefined(step, values, names, loop)
+    for n, v in zip(names, values):
+        if isinstance(v, list):
+            # A list carried by the loop keeps its length; appending needs a static trip count.
+            pass
+    return values

@@ -1,0 +1,166 @@
+"""What a converted `for` loop iterates: static-length and traced-length sequences.
+
+``range_``, ``enumerate_``, ``zip_`` and ``reversed_`` stand in for the
+built-ins in converted code. Over Python values they return the built-ins'
+own results; over ranges of Python ints and arrays they return sequences of
+static length that ``for_stmt`` can stage as one ``lax.scan``; with a traced
+``range`` bound, sequences of traced length for a ``lax.while_loop``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autograph import errors
+from . import state as st
+from .values import Tracer, is_array
+
+class _Seq:
+    """A sequence of static length ``n`` that a ``lax.scan`` can walk.
+
+    ``xs`` holds the arrays scanned along their leading axis (or None);
+    ``element(k, x)`` makes the item at index ``k`` (a Python int or a traced
+    int) from ``x``, the slice of ``xs`` at ``k``.
+    """
+
+    n: int
+    xs = None
+
+    def element(self, k, x):
+        raise NotImplementedError
+
+    def python_slice(self, k):
+        return None if self.xs is None else jax.tree_util.tree_map(lambda a: a[k], self.xs)
+
+
+class _RangeSeq(_Seq):
+    def __init__(self, r: range):
+        self.r, self.n = r, len(r)
+
+    def element(self, k, x):
+        if isinstance(k, int):
+            return self.r[k]
+        return st.convert(self.r.start + k * self.r.step, np.int32, True)
+
+
+class _ArraySeq(_Seq):
+    def __init__(self, a):
+        self.xs, self.n = a, int(np.shape(a)[0])
+
+    def element(self, k, x):
+        return x
+
+
+class _EnumerateSeq(_Seq):
+    def __init__(self, inner: _Seq, start: int):
+        self.inner, self.start, self.n, self.xs = inner, start, inner.n, inner.xs
+
+    def element(self, k, x):
+        i = self.start + k if isinstance(k, int) else st.convert(self.start + k, np.int32, True)
+        return (i, self.inner.element(k, x))
+
+
+class _ZipSeq(_Seq):
+    def __init__(self, seqs):
+        self.seqs = seqs
+        self.n = min(s.n for s in seqs)
+        self.xs = tuple(None if s.xs is None else
+                        jax.tree_util.tree_map(lambda a: a[:self.n], s.xs) for s in seqs)
+
+    def element(self, k, x):
+        return tuple(s.element(k, xi) for s, xi in zip(self.seqs, x))
+
+
+class _TracedSeq:
+    """A sequence whose length is traced: staged as one ``lax.while_loop``.
+
+    ``length`` is a traced int; ``element(k)`` makes the item at the traced
+    index ``k``.
+    """
+
+    def __init__(self, length, element):
+        self.length, self.element = length, element
+
+
+class TracedRange(_TracedSeq):
+    """``range(start, stop, step)`` where a bound is traced."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+        toward = 1 if step > 0 else -1
+        length = jnp.maximum((jnp.asarray(stop) - start + step - toward) // step, 0)
+        super().__init__(length, lambda k: st.convert(start + k * step, np.int32, True))
+
+
+def _dynamic_element(seq, k):
+    """Item ``k`` (traced) of a static or traced sequence."""
+    if isinstance(seq, _TracedSeq):
+        return seq.element(k)
+    x = None if seq.xs is None else jax.tree_util.tree_map(lambda a: jnp.asarray(a)[k], seq.xs)
+    return seq.element(k, x)
+
+
+def _as_seq(it):
+    if isinstance(it, _Seq):
+        return it
+    if isinstance(it, range):
+        return _RangeSeq(it)
+    if is_array(it) and np.ndim(it) >= 1:
+        return _ArraySeq(it)
+    return None
+
+
+def range_(*args):
+    """``range(*args)``; a traced bound gives a range that ``for_stmt`` stages."""
+    if not any(isinstance(a, Tracer) for a in args):
+        return range(*args)  # Python's own semantics and errors (`range(2.5)`)
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    elif len(args) == 2:
+        (start, stop), step = args, 1
+    else:
+        start, stop, step = args
+    if isinstance(step, Tracer):
+        raise errors.ConditionError(
+            "the step of a `range` must be a Python int",
+            observed="the step is traced", fix="use a Python int step")
+    if step == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    return TracedRange(start, stop, step)
+
+
+def enumerate_(iterable, start=0):
+    """``enumerate``; stays stageable when ``iterable`` is a range or an array."""
+    if isinstance(iterable, _TracedSeq):
+        return _TracedSeq(iterable.length, lambda k: (
+            st.convert(start + k, np.int32, True), iterable.element(k)))
+    seq = _as_seq(iterable)
+    return enumerate(iterable, start) if seq is None else _EnumerateSeq(seq, start)
+
+
+def zip_(*iterables):
+    """``zip``; stays stageable when every iterable is a range or an array."""
+    seqs = [it if isinstance(it, _TracedSeq) else _as_seq(it) for it in iterables]
+    if any(isinstance(s, _TracedSeq) for s in seqs) and all(s is not None for s in seqs):
+        lengths = [s.length if isinstance(s, _TracedSeq) else s.n for s in seqs]
+        length = functools.reduce(jnp.minimum, lengths)
+        return _TracedSeq(length, lambda k: tuple(_dynamic_element(s, k) for s in seqs))
+    if iterables and all(s is not None for s in seqs):
+        return _ZipSeq(seqs)
+    return zip(*iterables)
+
+
+def reversed_(seq):
+    """``reversed``; stays stageable for ranges and arrays."""
+    if isinstance(seq, TracedRange):
+        last = seq.start + (seq.length - 1) * seq.step
+        return TracedRange(last, last - seq.length * seq.step, -seq.step)
+    if isinstance(seq, range):
+        return seq[::-1]
+    if is_array(seq) and np.ndim(seq) >= 1:
+        return seq[::-1]
+    return reversed(seq)
