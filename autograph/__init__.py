@@ -9,6 +9,7 @@ Public API: :func:`convert`, :func:`to_code`, :func:`do_not_convert`,
 
 from autograph.api import convert, do_not_convert, to_code
 from autograph.directives import set_loop_options
+from autograph.export import ArtifactError, export, load, save
 from autograph.function import ConcreteFunction, Function, function
 from autograph.modes import functions_run_eagerly, run_eagerly, run_functions_eagerly
 from autograph.runtime.side_effects import autograph_print as print  # noqa: A001
@@ -25,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "convert", "to_code", "do_not_convert", "set_loop_options", "function", "Function",
     "ConcreteFunction", "TensorSpec", "run_functions_eagerly", "functions_run_eagerly",
-    "run_eagerly", "print", "AutographError",
+    "run_eagerly", "print", "export", "save", "load", "ArtifactError", "AutographError",
     "ConversionError", "ConditionError", "BranchError", "LoopStateError",
     "UndefinedVariableError",
 ]

@@ -49,7 +49,9 @@ class _RangeSeq(_Seq):
 
 class _ArraySeq(_Seq):
     def __init__(self, a):
-        self.xs, self.n = a, int(np.shape(a)[0])
+        n = np.shape(a)[0]
+        # a symbolic dimension (under jax.export) stays symbolic: scan handles it
+        self.xs, self.n = a, n if not isinstance(n, (int, np.integer)) else int(n)
 
     def element(self, k, x):
         return x

@@ -1,0 +1,153 @@
+"""Export, save and load: artifacts that run without the original source."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+
+
+def clipped_running_sum(xs, limit):
+    total = jnp.zeros((), xs.dtype)
+    for x in xs:
+        if total > limit:
+            break
+        total = total + x
+    return total
+
+
+def normalize(v):
+    if jnp.linalg.norm(v) > 1.0:
+        v = v / jnp.linalg.norm(v)
+    return v
+
+
+SPECS = (autograph.TensorSpec([None], jnp.float32), autograph.TensorSpec([], jnp.float32))
+
+
+def test_export_has_a_symbolic_dimension_and_matches_python():
+    exported = autograph.export(clipped_running_sum, *SPECS)
+    assert "?" in exported.mlir_module() or "tensor<?x" in exported.mlir_module()
+    for n in (3, 7):
+        xs = np.arange(n, dtype=np.float32)
+        for limit in (np.float32(2.0), np.float32(100.0)):
+            want = clipped_running_sum(xs, limit)
+            np.testing.assert_allclose(exported.call(xs, limit), want)
+
+
+def test_save_then_load_in_a_fresh_process_elsewhere(tmp_path):
+    path = tmp_path / "sum.agx"
+    autograph.save(path, clipped_running_sum, *SPECS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules.pop("tests", None)
+        import numpy as np, autograph
+        f = autograph.load({str(path)!r})
+        for n in (4, 9):
+            print(float(f(np.arange(n, dtype=np.float32), np.float32(5.0))))
+        try:
+            f(np.arange(3, dtype=np.int32), np.float32(1.0))
+        except TypeError as e:
+            print("TypeError", "int32" in str(e))
+        try:
+            f(np.ones((2, 2), np.float32), np.float32(1.0))
+        except ValueError as e:
+            print("ValueError", "(None,)" in str(e))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", script], cwd=elsewhere, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.split()
+    want4 = float(clipped_running_sum(np.arange(4, dtype=np.float32), 5.0))
+    want9 = float(clipped_running_sum(np.arange(9, dtype=np.float32), 5.0))
+    assert [float(lines[0]), float(lines[1])] == [want4, want9]
+    assert lines[2:] == ["TypeError", "True", "ValueError", "True"]
+
+
+def test_manifest_records_signature_and_versions(tmp_path):
+    path = tmp_path / "n.agx"
+    autograph.save(path, normalize, autograph.TensorSpec([3], jnp.float32))
+    with zipfile.ZipFile(path) as z:
+        manifest = json.loads(z.read("manifest.json"))
+    assert manifest["format_version"] == 1
+    assert manifest["inputs"] == [{"shape": [3], "dtype": "float32"}]
+    assert manifest["outputs"] == [{"shape": [3], "dtype": "float32"}]
+    assert len(manifest["source_sha256"]) == 64
+    loaded = autograph.load(path)
+    for v in (np.array([3.0, 4.0, 0.0], np.float32), np.array([0.1, 0.2, 0.0], np.float32)):
+        np.testing.assert_allclose(loaded(v), normalize(v), rtol=1e-6)
+
+
+def test_an_autograph_function_exports_too(tmp_path):
+    f = autograph.function(normalize)
+    path = tmp_path / "f.agx"
+    autograph.save(path, f, autograph.TensorSpec([None], jnp.float32))
+    v = np.array([3.0, 4.0], np.float32)
+    np.testing.assert_allclose(autograph.load(path)(v), normalize(v), rtol=1e-6)
+
+
+def _artifact(tmp_path):
+    path = tmp_path / "a.agx"
+    autograph.save(path, normalize, autograph.TensorSpec([3], jnp.float32))
+    return path
+
+
+def test_truncated_artifact_is_a_clear_error(tmp_path):
+    path = _artifact(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(autograph.ArtifactError, match="corrupt or truncated"):
+        autograph.load(path)
+
+
+def test_corrupt_module_is_a_clear_error(tmp_path):
+    path = _artifact(tmp_path)
+    with zipfile.ZipFile(path) as z:
+        manifest = z.read("manifest.json")
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("manifest.json", manifest)
+        z.writestr("module.bin", b"\x00garbage" * 10)
+    with pytest.raises(autograph.ArtifactError, match="corrupt"):
+        autograph.load(path)
+
+
+def test_newer_format_version_is_a_clear_error(tmp_path):
+    path = _artifact(tmp_path)
+    with zipfile.ZipFile(path) as z:
+        manifest, module = json.loads(z.read("manifest.json")), z.read("module.bin")
+    manifest["format_version"] = 99
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("manifest.json", json.dumps(manifest))
+        z.writestr("module.bin", module)
+    with pytest.raises(autograph.ArtifactError, match="version 99.*upgrade"):
+        autograph.load(path)
+
+
+def test_missing_and_foreign_files_are_clear_errors(tmp_path):
+    with pytest.raises(autograph.ArtifactError, match="no such artifact"):
+        autograph.load(tmp_path / "nope.agx")
+    other = tmp_path / "other.agx"
+    other.write_text("just text")
+    with pytest.raises(autograph.ArtifactError, match="not a readable"):
+        autograph.load(other)
+
+
+def test_wrong_arguments_to_a_loaded_function(tmp_path):
+    loaded = autograph.load(_artifact(tmp_path))
+    with pytest.raises(TypeError, match="float32"):
+        loaded(np.ones(3, np.int32))
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        loaded(np.ones(4, np.float32))
+    with pytest.raises(TypeError, match="takes 1 arguments"):
+        loaded(np.ones(3, np.float32), np.ones(3, np.float32))
