@@ -1,3 +1,1 @@
-import os
-
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+"""Test configuration: the suite runs on whatever platform JAX finds (CPU, GPU, TPU)."""
