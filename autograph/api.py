@@ -13,8 +13,45 @@ import jax
 
 from autograph import errors, loader, parsing, pipeline
 
-# code object -> {recursive: Compiled}; weak, so dropped functions free their entries.
-_CODE_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+class _CodeCache:
+    """code object -> {recursive: Compiled}, by identity, dropped with the code.
+
+    Code objects compare by value, so two equal code objects (the same source
+    compiled twice) would share an entry in a ``WeakKeyDictionary``, and the
+    entry would go with the first of them. Keys here are identities.
+    """
+
+    def __init__(self):
+        self._entries: dict[int, tuple] = {}
+
+    def get(self, code):
+        entry = self._entries.get(id(code))
+        return entry[1] if entry is not None and entry[0]() is code else None
+
+    def setdefault(self, code, value):
+        current = self.get(code)
+        if current is not None:
+            return current
+        key = id(code)
+        ref = weakref.ref(code, lambda _, key=key: self._entries.pop(key, None))
+        self._entries[key] = (ref, value)
+        return value
+
+    def pop(self, code, default=None):
+        entry = self._entries.get(id(code))
+        if entry is not None and entry[0]() is code:
+            del self._entries[id(code)]
+            return entry[1]
+        return default
+
+    def __contains__(self, code) -> bool:
+        return self.get(code) is not None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_CODE_CACHE = _CodeCache()
 _LOCK = threading.RLock()
 
 
@@ -43,10 +80,19 @@ def _unwrap(fn):
 
 def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
     code = fn.__code__
+    entry = _CODE_CACHE.get(code)
+    if entry is not None and recursive in entry:
+        return entry[recursive]
+    # One conversion at a time: the analyses keep per-run state, and a function
+    # raced for by several threads must still be converted once.
     with _LOCK:
         entry = _CODE_CACHE.get(code)
         if entry is not None and recursive in entry:
             return entry[recursive]
+        return _compile_locked(fn, code, recursive)
+
+
+def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
     if errors.is_generated(code.co_filename):
         raise TypeError(f"{fn.__qualname__} is already converted")
     parsed = parsing.parse_function(fn)
@@ -59,8 +105,10 @@ def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
     compiled = loader.compile_function(
         source, line_map, name=fn.__qualname__, user_file=parsed.filename,
         user_line=code.co_firstlineno, freevars=code.co_freevars)
-    with _LOCK:
-        _CODE_CACHE.setdefault(code, {})[recursive] = compiled
+    if code not in _CODE_CACHE:
+        # when the user's code object goes, so do its generated source and map
+        weakref.finalize(code, loader.forget, compiled.filename)
+    _CODE_CACHE.setdefault(code, {})[recursive] = compiled
     return compiled
 
 

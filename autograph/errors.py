@@ -130,6 +130,10 @@ def register_source_map(filename: str, lines: Mapping[int, Location],
     _SOURCE_MAPS[filename] = (lines, default)
 
 
+def forget_source_map(filename: str) -> None:
+    _SOURCE_MAPS.pop(filename, None)
+
+
 def user_location(filename: str, lineno: int) -> Location | None:
     """Maps a line of generated code to the user's line, if the file is ours."""
     entry = _SOURCE_MAPS.get(filename)

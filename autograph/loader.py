@@ -92,6 +92,11 @@ class Compiled:
 def compile_function(source: str, line_map: dict[int, int], *, name: str,
                      user_file: str, user_line: int, freevars: tuple[str, ...]) -> Compiled:
     filename = f"<autograph {name}@{os.path.basename(user_file)}:{user_line}>"
+    if errors.is_generated(filename):  # another live function of the same name and line
+        n = 2
+        while errors.is_generated(f"{filename[:-1]}#{n}>"):
+            n += 1
+        filename = f"{filename[:-1]}#{n}>"
     tree = ast.parse(source, filename=filename)
     # Inside the factory a `def f` would bind `f` locally, and a recursive call
     # would find that instead of the global or closure `f`; so compile under
@@ -117,6 +122,12 @@ def compile_function(source: str, line_map: dict[int, int], *, name: str,
     errors.register_source_map(
         filename, {g: errors.Location(user_file, u) for g, u in line_map.items()}, default)
     return Compiled(source, code, filename)
+
+
+def forget(filename: str) -> None:
+    """Drops the generated source and source map registered under ``filename``."""
+    linecache.cache.pop(filename, None)
+    errors.forget_source_map(filename)
 
 
 def _cell(value):
