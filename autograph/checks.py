@@ -24,7 +24,9 @@ class _Checker(gast.NodeVisitor):
             location=errors.Location(self.filename, getattr(node, "lineno", 0)))
 
     def visit_ClassDef(self, node):
-        pass  # methods of local classes are converted when they are called
+        for item in node.body:  # methods of local classes are converted with the function
+            if isinstance(item, gast.FunctionDef):
+                self.visit(item)
 
     def visit_Yield(self, node):
         self._reject(node, "`yield` is not supported in converted functions",
@@ -91,6 +93,13 @@ class _Checker(gast.NodeVisitor):
         self._no_walrus(node.body, "a branch of a conditional expression")
         self._no_walrus(node.orelse, "a branch of a conditional expression")
         self.generic_visit(node)
+
+    def visit_Compare(self, node):
+        for operand in node.comparators[1:]:  # evaluated inside a lambda when converted
+            self._no_walrus(operand, "a chained comparison (after its first two operands)")
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
 
     def visit_Match(self, node):
         self._reject(node, "`match` is not supported in converted functions",

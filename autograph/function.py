@@ -17,15 +17,15 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import sys
 import warnings
 from typing import Any, Callable
 
 import jax
 import numpy as np
 
-from autograph import api
+from autograph import api, errors
 from autograph import modes
-from autograph.modes import _EAGER
 from autograph.specs import TensorSpec
 
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
@@ -35,6 +35,26 @@ RETRACE_WINDOW, RETRACE_LIMIT = 10, 5
 
 
 _NO_ARG = object()
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning point at the user's call."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module.split(".")[0] in ("jax", "jaxlib", "autograph", "functools")
+                or errors.is_generated(frame.f_code.co_filename)):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2
+
+
+def _mixed_container(value) -> bool:
+    """A container holding a non-array leaf (a Python number, a string, ...)."""
+    leaves = jax.tree_util.tree_leaves(value)
+    if len(leaves) == 1 and leaves[0] is value:
+        return False
+    return any(not isinstance(leaf, (*_ARRAYS, jax.ShapeDtypeStruct)) for leaf in leaves)
 
 
 def _unset(*args, **kwargs):  # pragma: no cover - replaced in Function.__new__
@@ -86,6 +106,17 @@ class Function(functools.partial):
             self._signature = inspect.signature(fn)
         except (TypeError, ValueError):
             self._signature = None
+        params = list(self._signature.parameters.values()) if self._signature else []
+        simple = self._signature is not None and all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        # calls giving exactly these positional arrays take the fast path; others
+        # are first put in one canonical form (defaults filled in)
+        self._n_positional = len(params) if simple else -1
+        self._canonicalize = self._signature is not None and not any(
+            p.kind is p.VAR_POSITIONAL for p in params)
+        self._positional_jit_options = bool(
+            {"in_shardings", "donate_argnums", "donate_argnames"} & set(jit_kwargs)) or bool(
+            jit_kwargs.get("static_argnums")) or bool(jit_kwargs.get("static_argnames"))
         self._variants: dict = {}
         self._traces = 0
         self._calls_cell = [0]
@@ -106,6 +137,8 @@ class Function(functools.partial):
         traced.__qualname__ = self._name
         self._traced = traced
         self._jit = self._variant((), ())
+        self._flat_jit = jax.jit(self._run_flat, static_argnums=1,
+                                 **{k: v for k, v in jit_kwargs.items() if k == "out_shardings"})
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             if hasattr(plain, attr):
                 setattr(self, attr, getattr(plain, attr))
@@ -121,17 +154,18 @@ class Function(functools.partial):
         switches to the path that does not count, until the next trace.
         """
         jit, general, array_type = self._jit, self._call_general, _ARRAY_IMPL
-        ever_eager, eager, python_function = modes.EVER_EAGER, _EAGER, self.python_function
+        n_positional = self._n_positional
+        ever_eager, eager, python_function = modes.EVER_EAGER, modes.eager, self.python_function
         calls, last_trace, use = self._calls_cell, self._last_trace_call, self._use_entry
         if self.input_signature is not None:
             def entry(*args, **kwargs):
-                if ever_eager[0] and eager.get():
+                if ever_eager[0] and eager():
                     return python_function(*args, **kwargs)
                 return general(args, kwargs)
             return entry
         if counting or ever_eager[0]:
             def entry(*args, **kwargs):
-                if ever_eager[0] and eager.get():
+                if ever_eager[0] and eager():
                     return python_function(*args, **kwargs)
                 out = general(args, kwargs)
                 if counting and calls[0] - last_trace[0] >= RETRACE_WINDOW:
@@ -140,10 +174,10 @@ class Function(functools.partial):
             return entry
 
         def entry(first=_NO_ARG, /, *rest, **kwargs):
-            if type(first) is array_type and not rest and not kwargs:
+            if type(first) is array_type and not rest and not kwargs and n_positional == 1:
                 return jit(first)  # the commonest call: one array, no Python frame more
             args = rest if first is _NO_ARG else (first,) + rest
-            if not kwargs:
+            if not kwargs and len(args) == n_positional:
                 for a in args:
                     if type(a) is not array_type:
                         return general(args, kwargs)
@@ -164,13 +198,45 @@ class Function(functools.partial):
     def _calls(self) -> int:
         return self._calls_cell[0]
 
-    def _call_general(self, args, kwargs):
+    def _call_general(self, args, kwargs, bound: bool = False):
         self._calls_cell[0] += 1
         if self.input_signature is not None:
-            self._check_signature(args, kwargs)
+            args, kwargs = self._check_signature(args, kwargs, skip=1 if bound else 0)
+        if self._canonicalize:
+            try:
+                ba = self._signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"`{self._name}`: {e}") from None
+            ba.apply_defaults()
+            args, kwargs = ba.args, ba.kwargs
         if not kwargs and all(isinstance(a, _ARRAYS) for a in args):
             return self._jit(*args)
+        if not self._positional_jit_options and any(
+                _mixed_container(a) for a in list(args) + list(kwargs.values())):
+            return self._call_flat(args, kwargs)
         return self._for(args, kwargs)(*args, **kwargs)
+
+    def _call_flat(self, args, kwargs):
+        """Calls with Python values inside containers: each keys the cache by value."""
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        dynamic_at = tuple(i for i, leaf in enumerate(leaves)
+                           if isinstance(leaf, (*_ARRAYS, jax.ShapeDtypeStruct)))
+        at = set(dynamic_at)
+        template = tuple(None if i in at else leaf for i, leaf in enumerate(leaves))
+        if not _hashable(template):
+            bad = next(leaf for leaf in template if not _hashable(leaf))
+            raise TypeError(f"an argument of `{self._name}` holds a `{type(bad).__name__}` "
+                            f"object, which is neither an array nor hashable; autograph.function "
+                            f"cannot key its cache on it")
+        return self._flat_jit([leaves[i] for i in dynamic_at], (treedef, dynamic_at, template))
+
+    def _run_flat(self, dynamic, static):
+        treedef, dynamic_at, template = static
+        leaves = list(template)
+        for i, value in zip(dynamic_at, dynamic):
+            leaves[i] = value
+        args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
+        return self._traced(*args, **kwargs)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -230,22 +296,32 @@ class Function(functools.partial):
 
     # -- input_signature -------------------------------------------------------
 
-    def _check_signature(self, args, kwargs):
+    def _check_signature(self, args, kwargs, skip: int = 0):
+        """Checks a call against ``input_signature``; Python numbers become arrays."""
         specs = self.input_signature
         if self._signature is not None:
             try:
                 bound = self._signature.bind(*args, **kwargs)
             except TypeError as e:
                 raise TypeError(f"`{self._name}`: {e}") from None
-            values = list(bound.arguments.items())
+            values = list(bound.arguments.items())[skip:]
         else:
-            values = [(f"#{i}", a) for i, a in enumerate(args)]
+            bound, values = None, [(f"#{i}", a) for i, a in enumerate(args)][skip:]
         if len(values) != len(specs):
             raise TypeError(
                 f"`{self._name}` has an input_signature of {len(specs)} arguments but was "
                 f"called with {len(values)}: input_signature={list(specs)}")
+        converted = {}
         for (name, value), spec in zip(values, specs):
-            _check_spec(self._name, name, spec, value)
+            new = _check_spec(self._name, f"`{name}`", spec, value)
+            if new is not value:
+                converted[name] = new
+        if not converted:
+            return args, kwargs
+        if bound is None:
+            return tuple(converted.get(f"#{i}", a) for i, a in enumerate(args)), kwargs
+        bound.arguments.update(converted)
+        return bound.args, bound.kwargs
 
     # -- tracing bookkeeping ---------------------------------------------------
 
@@ -278,7 +354,7 @@ class Function(functools.partial):
                 f"{RETRACE_WINDOW} calls; the last trace came from a change in {what}. "
                 f"Tracing and compiling are slow: pass arrays rather than Python numbers "
                 f"(arrays key the cache by shape and dtype, Python values by value), or give "
-                f"`input_signature=` / `reduce_retracing=True`", stacklevel=4)
+                f"`input_signature=` / `reduce_retracing=True`", stacklevel=_user_stacklevel())
 
     def experimental_get_tracing_count(self) -> int:
         """How many times the Python function has been traced so far."""
@@ -317,20 +393,33 @@ class Function(functools.partial):
 
 
 class _BoundFunction:
-    """A ``Function`` bound to an instance, as a method."""
+    """A ``Function`` bound to an instance, as a method.
+
+    Traces are per instance when the instance is a plain (hashable) object,
+    and keyed by its leaves when it is a pytree; ``input_signature`` and
+    concrete functions leave ``self`` out, as in TensorFlow.
+    """
 
     def __init__(self, function: Function, obj):
         self._function, self._obj = function, obj
         self.__wrapped__ = function.__wrapped__
 
     def __call__(self, *args, **kwargs):
-        return self._function(self._obj, *args, **kwargs)
+        if modes.EVER_EAGER[0] and modes.eager():
+            return self._function.python_function(self._obj, *args, **kwargs)
+        return self._function._call_general((self._obj,) + args, kwargs, bound=True)
 
     def get_concrete_function(self, *args, **kwargs):
-        return self._function.get_concrete_function(self._obj, *args, **kwargs)
+        if not args and not kwargs and self._function.input_signature is not None:
+            args = self._function.input_signature
+        return _BoundConcreteFunction(
+            self._function.get_concrete_function(self._obj, *args, **kwargs), self._obj)
 
     def lower(self, *args, **kwargs):
         return self._function.lower(self._obj, *args, **kwargs)
+
+    def trace(self, *args, **kwargs):
+        return self._function.trace(self._obj, *args, **kwargs)
 
     def experimental_get_tracing_count(self) -> int:
         return self._function.experimental_get_tracing_count()
@@ -338,6 +427,25 @@ class _BoundFunction:
     @property
     def python_function(self):
         return self._function.python_function.__get__(self._obj)
+
+
+class _BoundConcreteFunction:
+    """A method's concrete function: called without ``self``."""
+
+    def __init__(self, concrete: "ConcreteFunction", obj):
+        self._concrete, self._obj = concrete, obj
+        args, kwargs = concrete.structured_input_signature
+        self.structured_input_signature = (args[1:], kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self._concrete(self._obj, *args, **kwargs)
+
+    @property
+    def jaxpr(self):
+        return self._concrete.jaxpr
+
+    def as_text(self) -> str:
+        return self._concrete.as_text()
 
 
 class ConcreteFunction:
@@ -370,45 +478,87 @@ class ConcreteFunction:
 
     def __call__(self, *args, **kwargs):
         specs, kwspecs = self.structured_input_signature
-        if len(args) != len(specs) or set(kwargs) != set(kwspecs):
-            raise TypeError(f"concrete function of `{self._name}` takes {len(specs)} positional "
-                            f"arguments {list(specs)}; got {len(args)}")
-        pairs = [(self._function._arg_name(i), s, a) for i, (s, a) in enumerate(zip(specs, args))]
-        pairs += [(f"`{k}`", kwspecs[k], v) for k, v in kwargs.items()]
-        for name, spec, value in pairs:
-            _check_spec(self._name, name, spec, value)
+        args, kwargs = self._positional(args, kwargs, len(specs), set(kwspecs))
+        checked = [_check_spec(self._name, self._function._arg_name(i), s, a)
+                   for i, (s, a) in enumerate(zip(specs, args))]
+        checked_kw = {k: _check_spec(self._name, f"`{k}`", kwspecs[k], v) for k, v in kwargs.items()}
         if self._compiled is not None:
-            dynamic = [a for s, a in zip(specs, args) if isinstance(s, jax.ShapeDtypeStruct)]
-            dyn_kw = {k: v for k, v in kwargs.items() if isinstance(kwspecs[k], jax.ShapeDtypeStruct)}
+            dynamic = [a for s, a in zip(specs, checked) if _is_spec_tree(s)]
+            dyn_kw = {k: v for k, v in checked_kw.items() if _is_spec_tree(kwspecs[k])}
             return self._compiled(*dynamic, **dyn_kw)
         if self._exported is None:  # one symbolic trace serves every size
             self._exported = jax.export.export(self._jitted)(*specs, **kwspecs)
-        return self._exported.call(*args, **kwargs)
+        return self._exported.call(*checked, **checked_kw)
+
+    def _positional(self, args, kwargs, n, kwnames):
+        """Maps keyword arguments of the traced positional parameters to positions."""
+        extra = set(kwargs) - kwnames
+        sig = self._function._signature
+        if extra and sig is not None:
+            try:
+                bound = sig.bind_partial(*args, **{k: kwargs[k] for k in extra})
+            except TypeError as e:
+                raise TypeError(f"concrete function of `{self._name}`: {e}") from None
+            names = list(sig.parameters)[:n]
+            if all(k in bound.arguments for k in names):
+                args = tuple(bound.arguments[k] for k in names)
+                kwargs = {k: v for k, v in kwargs.items() if k not in extra}
+        if len(args) != n or set(kwargs) != kwnames:
+            specs = self.structured_input_signature[0]
+            raise TypeError(f"concrete function of `{self._name}` takes {n} positional "
+                            f"arguments {list(specs)}; got {len(args)}")
+        return args, kwargs
 
     def __repr__(self) -> str:
         return f"<ConcreteFunction {self._name}{self.structured_input_signature[0]}>"
 
 
+def _is_spec_tree(spec) -> bool:
+    return any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree_util.tree_leaves(
+        spec, is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct)))
+
+
 def _check_spec(fname, name, spec, value):
-    if not isinstance(spec, jax.ShapeDtypeStruct):
-        if not (value is spec or value == spec):
-            raise ValueError(f"argument {name} of `{fname}` was traced with the Python value "
-                             f"{spec!r}; got {value!r}")
-        return
+    """Checks ``value`` against ``spec`` (a spec, a pytree of specs, or a Python value).
+
+    Returns ``value``, with Python numbers turned into arrays of the spec's dtype.
+    """
+    if isinstance(spec, jax.ShapeDtypeStruct):
+        return _check_leaf_spec(fname, name, spec, value)
+    if _is_spec_tree(spec):
+        is_spec = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
+        spec_leaves, spec_tree = jax.tree_util.tree_flatten(spec, is_leaf=is_spec)
+        value_leaves, value_tree = jax.tree_util.tree_flatten(value)
+        if spec_tree != value_tree:
+            raise ValueError(f"argument {name} of `{fname}` must have the structure of its "
+                             f"signature {spec!r}; got {value!r}")
+        checked = [_check_spec(fname, f"{name}[{i}]", s, v)
+                   for i, (s, v) in enumerate(zip(spec_leaves, value_leaves))]
+        return jax.tree_util.tree_unflatten(value_tree, checked)
+    if not (value is spec or value == spec):
+        raise ValueError(f"argument {name} of `{fname}` was traced with the Python value "
+                         f"{spec!r}; got {value!r}")
+    return value
+
+
+def _check_leaf_spec(fname, name, spec, value):
     if not isinstance(spec, TensorSpec):
         spec = TensorSpec(spec.shape, spec.dtype)
-    if not isinstance(value, (*_ARRAYS, jax.ShapeDtypeStruct)) and not hasattr(value, "dtype"):
-        if isinstance(value, (bool, int, float, complex)):
-            value = np.asarray(value, dtype=spec.dtype) if np.can_cast(
-                np.asarray(value).dtype, spec.dtype, "same_kind") else np.asarray(value)
-        else:
-            raise TypeError(f"argument {name} of `{fname}` must be an array matching {spec!r}; "
-                            f"got {type(value).__name__} {value!r}")
-    why = spec.mismatch(value)
+    converted = value
+    if isinstance(value, (bool, int, float, complex)):
+        converted = np.asarray(value, dtype=spec.dtype)
+        if np.asarray(value).dtype.kind not in ("b", "i", "u", "f", "c") or converted != value:
+            raise TypeError(f"argument {name} of `{fname}` must match {spec!r}; got the Python "
+                            f"{type(value).__name__} {value!r}")
+    elif not isinstance(value, (*_ARRAYS, jax.ShapeDtypeStruct)) and not hasattr(value, "dtype"):
+        raise TypeError(f"argument {name} of `{fname}` must be an array matching {spec!r}; "
+                        f"got {type(value).__name__} {value!r}")
+    why = spec.mismatch(converted)
     if why is not None:
         error = TypeError if why.startswith("dtype") else ValueError
         raise error(f"argument {name} of `{fname}` does not match its signature: expected "
-                    f"{spec!r}, got {_describe(value)} ({why})")
+                    f"{spec!r}, got {_describe(converted)} ({why})")
+    return converted
 
 
 def _as_spec(value):

@@ -158,3 +158,17 @@ def drop_unread_flags(stmts: list[gast.stmt], flag: str) -> list[gast.stmt]:
                             body=node.orelse, orelse=[]), node)
         out.append(node)
     return out or [gast.Pass()]
+
+
+def convert_methods(transformer, node: gast.ClassDef) -> gast.ClassDef:
+    """Lets a pass rewrite the methods of a class defined in a converted function.
+
+    Only the methods: statements at class level keep their plain meaning.
+    """
+    body = []
+    for item in node.body:
+        if isinstance(item, gast.FunctionDef):
+            item = transformer.visit(item)
+        body.extend(item if isinstance(item, list) else [item])
+    node.body = body
+    return node

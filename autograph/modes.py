@@ -20,11 +20,19 @@ def register(function) -> None:
 
 
 def _set(value: bool):
-    if value and not EVER_EAGER[0]:
+    if not EVER_EAGER[0]:
         EVER_EAGER[0] = True
         for function in list(_FUNCTIONS):
             function._eager_mode_used()
     return _EAGER.set(value)
+
+
+# The process-wide switch (`run_functions_eagerly`), for every thread.
+_GLOBAL = [False]
+
+
+def eager() -> bool:
+    return _GLOBAL[0] or _EAGER.get()
 
 
 def run_functions_eagerly(run_eagerly: bool) -> None:
@@ -32,15 +40,17 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
 
     Nothing is converted, traced or compiled, so ``print``, ``pdb`` and
     breakpoints see concrete values, as in TensorFlow's
-    ``tf.config.run_functions_eagerly``. Prefer the scoped form,
-    :func:`run_eagerly`.
+    ``tf.config.run_functions_eagerly``. It applies to every thread; the
+    scoped form, :func:`run_eagerly`, to the current thread or task only.
     """
-    _set(bool(run_eagerly))
+    if run_eagerly and not EVER_EAGER[0]:
+        _set(False)  # tells every Function to start checking
+    _GLOBAL[0] = bool(run_eagerly)
 
 
 def functions_run_eagerly() -> bool:
     """Whether ``autograph.function``s currently run as plain Python."""
-    return _EAGER.get()
+    return eager()
 
 
 @contextlib.contextmanager

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import itertools
+
 import jax
 import numpy as np
+
+# Every `None` of every spec is its own symbolic dimension, all in one scope,
+# so that specs can be used together (a trace mixes dimensions of all args).
+_SCOPE = jax.export.SymbolicScope()
+_NAMES = itertools.count()
 
 
 class TensorSpec(jax.ShapeDtypeStruct):
@@ -13,8 +20,8 @@ class TensorSpec(jax.ShapeDtypeStruct):
 
     A ``TensorSpec`` is a ``jax.ShapeDtypeStruct``, so it can be passed to
     ``jax.eval_shape``, ``jax.jit(f).lower`` and ``jax.export``. Each ``None``
-    becomes a symbolic dimension there (named ``d0``, ``d1``, ... in order of
-    appearance); :meth:`matches` checks a concrete value against the spec.
+    becomes a symbolic dimension there, distinct from every other spec's;
+    :meth:`matches` checks a concrete value against the spec.
 
     Args:
       shape: a sequence of ints or ``None``.
@@ -34,8 +41,8 @@ class TensorSpec(jax.ShapeDtypeStruct):
         declared = tuple(None if d is None else int(d) for d in shape)
         unknown = [i for i, d in enumerate(declared) if d is None]
         if unknown:
-            symbols = jax.export.symbolic_shape(",".join(f"d{i}" for i in range(len(unknown))))
-            it = iter(symbols)
+            names = ",".join(f"d{next(_NAMES)}" for _ in unknown)
+            it = iter(jax.export.symbolic_shape(names, scope=_SCOPE))
             actual = tuple(next(it) if d is None else d for d in declared)
         else:
             actual = declared

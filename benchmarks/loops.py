@@ -150,8 +150,8 @@ def code_size():
     return {"source_lines": 9, "generated_lines": len(code.strip().splitlines())}
 
 
-def main() -> dict:
-    results = {"first_call": first_call_rows(), "steady_state": steady_rows(),
+def main(sizes=(10, 100, 1000, 10000), unroll_limit=1000) -> dict:
+    results = {"first_call": first_call_rows(sizes, unroll_limit), "steady_state": steady_rows(),
                "code_size": code_size()}
     print(f"{'N':>6} {'converted':>10} {'fori_loop':>10} {'unrolled':>10} {'conv/fori':>9}")
     for r in results["first_call"]:

@@ -21,6 +21,7 @@ import gast
 from autograph import templates
 from autograph.analysis import Analysis, activity
 from autograph.context import Context
+from autograph.jumps import convert_methods
 
 NODES = (gast.Call,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
@@ -75,7 +76,7 @@ class _Transformer(gast.NodeTransformer):
             self._locals.pop()
 
     def visit_ClassDef(self, node):
-        return node
+        return convert_methods(self, node)
 
     def _is_library(self, func) -> bool:
         local = self._locals[-1] if self._locals else frozenset()
@@ -92,7 +93,7 @@ class _Transformer(gast.NodeTransformer):
         self.generic_visit(node)
         func = node.func
         if (isinstance(func, gast.Name) and func.id == "super" and not node.args
-                and self.ctx.super_args is not None):
+                and self.ctx.super_args is not None and len(self._locals) == 1):
             node.args = [templates.name(a) for a in self.ctx.super_args]
             return node
         if not self.ctx.recursive or self._is_library(func):

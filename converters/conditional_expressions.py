@@ -13,6 +13,7 @@ import gast
 
 from autograph import templates
 from autograph.context import Context
+from autograph.jumps import convert_methods
 
 NODES = (gast.IfExp,)  # the pass is skipped when the tree has none
 REQUIRES = ()
@@ -25,7 +26,7 @@ class _Transformer(gast.NodeTransformer):
         self.ctx = ctx
 
     def visit_ClassDef(self, node):
-        return node
+        return convert_methods(self, node)
 
     def visit_IfExp(self, node: gast.IfExp):
         self.generic_visit(node)

@@ -26,6 +26,7 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, activity
 from autograph.anno import Anno
 from autograph.context import Context
+from autograph.jumps import convert_methods
 
 NODES = (gast.If,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -84,7 +85,7 @@ class FunctionScopes(gast.NodeTransformer):
             self._locals.pop()
 
     def visit_ClassDef(self, node):
-        return node  # methods of local classes are converted when called
+        return convert_methods(self, node)
 
     def generic_visit(self, node):
         # Statements live only in blocks; expressions hold none (lambdas

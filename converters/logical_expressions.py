@@ -15,6 +15,7 @@ import gast
 
 from autograph import templates
 from autograph.context import Context
+from autograph.jumps import convert_methods
 
 NODES = (gast.BoolOp, gast.UnaryOp, gast.Compare,)  # the pass is skipped when the tree has none
 REQUIRES = ()
@@ -34,7 +35,7 @@ class _Transformer(gast.NodeTransformer):
         self.ctx = ctx
 
     def visit_ClassDef(self, node):
-        return node
+        return convert_methods(self, node)
 
     def visit_BoolOp(self, node: gast.BoolOp):
         self.generic_visit(node)

@@ -14,6 +14,7 @@ import gast
 from autograph import templates
 from autograph.analysis import Analysis, activity
 from autograph.context import Context
+from autograph.jumps import convert_methods
 
 NODES = (gast.Call,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
@@ -32,7 +33,7 @@ class _Transformer(gast.NodeTransformer):
             self._locals.pop()
 
     def visit_ClassDef(self, node):
-        return node
+        return convert_methods(self, node)
 
     def visit_Call(self, node: gast.Call):
         self.generic_visit(node)

@@ -36,7 +36,10 @@ def set_converter(fn: Callable) -> None:
 def _skipped(fn) -> bool:
     if getattr(fn, "__autograph_do_not_convert__", False):
         return True
-    module = getattr(fn, "__module__", None) or ""
+    # The module whose code defines `fn`: `functools.wraps` copies `__module__`
+    # from the wrapped function, so a library's wrapper would pass for user code.
+    globals_ = getattr(fn, "__globals__", None)
+    module = (globals_.get("__name__") if globals_ else None) or getattr(fn, "__module__", "") or ""
     return module.split(".")[0] in SKIP_PACKAGES
 
 

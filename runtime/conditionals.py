@@ -141,7 +141,12 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
 
     def first(fn, key):
         def run():
-            rec = _Record(_run(fn, init, len(names)))
+            try:
+                rec = _Record(_run(fn, init, len(names)))
+            except Exception as e:
+                if _deferrable(e):
+                    records[key] = _Raised(e)
+                raise
             _check_objects(snapshot)
             records[key] = rec
             return rec.arrays()
@@ -149,8 +154,12 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
 
     try:
         arrays = lax.cond(pred, first(true_fn, "t"), first(false_fn, "f"))
-    except TypeError:
-        if len(records) != 2 or _same(records["t"].signature(), records["f"].signature()):
+    except Exception as e:
+        raised = [k for k, r in records.items() if isinstance(r, _Raised)]
+        if raised:
+            return _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised[0], e)
+        if not isinstance(e, TypeError) or len(records) != 2 or _same(
+                records["t"].signature(), records["f"].signature()):
             raise
     else:
         sig_t, sig_f = records["t"].signature(), records["f"].signature()
@@ -173,6 +182,58 @@ def _strong_where_either(arrays, sig_t, sig_f):
             for a, b in zip(lt, lf) if a[0] == "a"]
     return [x if w or not getattr(x, "weak_type", False) else st.convert(x, x.dtype, False)
             for x, w in zip(arrays, weak)]
+
+
+class _Raised:
+    """A branch whose tracing raised a user exception (e.g. a `raise` statement)."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+def _deferrable(e: Exception) -> bool:
+    # Errors of the user's own code (a `raise`, an out-of-range index) happen in
+    # Python only on the branch that runs; autograph's and JAX's tracing errors
+    # are about the program itself and surface at once.
+    return not isinstance(e, (errors.AutographError, jax.errors.JAXTypeError,
+                              jax.errors.JAXIndexError, jax.errors.UnexpectedTracerError))
+
+
+def _raise_at_run_time(error: Exception):
+    def fail():
+        raise error
+    return fail
+
+
+def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key, error):
+    """``lax.cond`` where one branch raises: it raises when the program takes it."""
+    other_key = "f" if raised_key == "t" else "t"
+    other_fn = false_fn if raised_key == "t" else true_fn
+    other = records.get(other_key)
+    if other is None:  # lax.cond stopped before tracing the other branch
+        try:
+            jax.eval_shape(lambda: records.__setitem__(
+                other_key, _Record(_run(other_fn, init, len(names)))) or 0)
+        except Exception as e:
+            if _deferrable(e):
+                raise error from None  # both branches raise: Python would raise either way
+            raise
+        other = records[other_key]
+    if isinstance(other, _Raised):
+        raise error
+    spec = [(treedef, [_leaf_spec_alone(x) for x in leaves]) for treedef, leaves in other.flat]
+
+    def failing():
+        jax.debug.callback(_raise_at_run_time(error), ordered=True)
+        return [jnp.zeros(s[1], s[2]) for _, leaf_specs in spec for s in leaf_specs
+                if s[0] == "array"]
+
+    def working():
+        return _cast(_run(other_fn, init, len(names)), spec)
+
+    branches = (failing, working) if raised_key == "t" else (working, failing)
+    arrays = lax.cond(pred, *branches)
+    return _rebuild(spec, arrays)
 
 
 def _rebuild_like(rec, arrays):

@@ -160,7 +160,8 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
 
 # A body that needs its loop index as a Python value (`layers[i]`, `range(i)`)
 # cannot be traced with a traced index; such loops run unrolled instead.
-_NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError)
+_NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
+                       IndexError)  # `x[i:i + 2]`: "Slice entries must be static integers"
 UNROLL_LIMIT = 1000
 
 

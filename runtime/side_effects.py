@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from autograph import errors
@@ -16,34 +17,43 @@ def _has_tracer(values) -> bool:
 
 
 def print_(*values, sep: str | None = " ", end: str | None = "\n", file=None, flush=False):
-    """``print``; with traced arguments, prints at run time via ``jax.debug.print``.
+    """``print``; with traced arguments, prints when the program runs.
 
-    The text is what the plain-Python run prints: each value as ``str()`` of its
-    concrete value, joined by ``sep``. Prints are ordered with each other.
+    The text is what the plain-Python run prints: the same ``sep``, ``end`` and
+    ``file``, each traced value shown as its concrete array. Prints are ordered
+    with each other (``jax.debug.callback(..., ordered=True)``).
     """
     if not _has_tracer(values):
         return builtins.print(*values, sep=sep, end=end, file=file, flush=flush)
-    sep = " " if sep is None else sep
-    end = "\n" if end is None else end
-    # Python values are formatted now; traced ones when the program runs.
-    parts, traced = [], []
-    for v in values:
-        if _has_tracer(v):
-            parts.append("{}")
-            traced.append(v)
-        else:
-            parts.append(str(v).replace("{", "{{").replace("}", "}}"))
-    fmt = sep.replace("{", "{{").replace("}", "}}").join(parts)
-    if end != "\n":
-        fmt += end.replace("{", "{{").replace("}", "}}")
-    jax.debug.print(fmt, *traced, ordered=True)
+    _print_at_run_time(values, sep=sep, end=end, file=file, flush=flush)
 
 
-def autograph_print(*values, sep=" ", end="\n"):
-    """Prints ``values`` when the program runs, traced or not (``autograph.print``)."""
-    if not _has_tracer(values):
-        return builtins.print(*values, sep=sep, end=end)
-    return print_(*values, sep=sep, end=end)
+def _print_at_run_time(values, **print_kwargs):
+    # Only traced leaves cross to the host; Python values stay as they are.
+    flat = [jax.tree_util.tree_flatten(v) for v in values]
+    traced = [[leaf for leaf in leaves if isinstance(leaf, Tracer)] for leaves, _ in flat]
+
+    def show(*arrays):
+        it = iter(arrays)
+        rebuilt = []
+        for (leaves, treedef), value in zip(flat, values):
+            if isinstance(value, Tracer):
+                rebuilt.append(next(it))  # printed with str(): same text as a jax.Array
+                continue
+            new = [jnp.asarray(next(it)) if isinstance(leaf, Tracer) else leaf for leaf in leaves]
+            rebuilt.append(jax.tree_util.tree_unflatten(treedef, new))
+        builtins.print(*rebuilt, **print_kwargs)
+
+    jax.debug.callback(show, *[t for group in traced for t in group], ordered=True)
+
+
+def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
+    """Prints ``values`` when the program runs, traced or not (``autograph.print``).
+
+    Outside a trace it prints at once, like ``print``; inside ``jax.jit`` it
+    prints on every run of the compiled program, in order.
+    """
+    _print_at_run_time(values, sep=sep, end=end, file=file, flush=flush)
 
 
 def _fail_if_false(ok, message):

@@ -104,6 +104,9 @@ class _Collector(gast.NodeVisitor):
 
     def visit_Call(self, node: gast.Call):
         func = node.func
+        if (isinstance(func, gast.Attribute) and func.attr == "converted_call"
+                and isinstance(func.value, gast.Name) and func.value.id == "ag__" and node.args):
+            func = node.args[0]  # `ag__.converted_call(d.update, ...)` is `d.update(...)`
         if isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS:
             root = self._root(func.value)
             if root is not None:

@@ -1,0 +1,562 @@
+"""A grammar of random, well-formed Python functions for differential fuzzing.
+
+Every generated program is ``def f(x, v, n):`` over a float32 scalar ``x``, a
+float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
+
+* assignments and augmented assignments to float locals ``a b c``, vector
+  locals ``w u``, int locals ``k j`` and a bool local ``p`` (the parameters
+  may be reassigned too);
+* ``jnp.sin``, ``jnp.tanh``, ``jnp.minimum``, ``jnp.where``, ... on those;
+* ``if``/``elif``/``else`` on comparisons (chained too), reductions of
+  vectors (``jnp.any(w > a)``, ``v.sum() > x``), ``and``/``or``/``not``;
+* ``while`` loops bounded by a counter (``i1 < n`` with ``i1 += 1``; a loop
+  whose increment comes last has no ``continue``), ``for`` over static
+  ranges, traced ranges (``range(n)``, ``range(k % 4)``) and arrays;
+* ``break``, ``continue`` and ``return`` at the end of blocks at any depth,
+  nesting up to depth 3, and locals first assigned inside loops and
+  branches (occasionally read where they may be unassigned).
+
+The program's plain-Python run is always well defined: vector conditions are
+reduced, indices are taken ``% 3``, int locals stay small (assignments are
+``% 5``; updates are additive) and loops are bounded. It may still raise
+``UnboundLocalError``, which the harness accounts for.
+
+Decisions are drawn from a :class:`Chooser`, so the same grammar serves
+Hypothesis (``HypothesisChooser``: shrinks toward the first alternative, i.e.
+fewer and simpler statements) and seeded campaigns (``RandomChooser``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Sequence
+
+F, V, I, B = "float", "vec", "int", "bool"
+
+PARAMS = {"x": F, "v": V, "n": I}
+LOCALS = {"a": F, "b": F, "c": F, "w": V, "u": V, "k": I, "j": I, "p": B}
+MAX_DEPTH = 3
+
+
+def counter(depth: int) -> str:
+    return f"i{depth}"
+
+
+def element(depth: int) -> str:
+    return f"e{depth}"
+
+
+def type_of(name: str) -> str:
+    if name in PARAMS:
+        return PARAMS[name]
+    if name in LOCALS:
+        return LOCALS[name]
+    if name[0] == "i":
+        return I
+    if name[0] == "e":
+        return F
+    raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------
+# Choosers
+
+
+class Chooser:
+    """Where the grammar's decisions come from. Alternative 0 is the simplest."""
+
+    def integer(self, lo: int, hi: int) -> int:  # inclusive
+        raise NotImplementedError
+
+    def flip(self, p: float) -> bool:
+        """True with probability ``p``; shrinks to False."""
+        return self.integer(0, 999) >= 1000 - int(round(p * 1000))
+
+    def pick(self, options: Sequence, weights: Sequence[float] | None = None):
+        if weights is None:
+            return options[self.integer(0, len(options) - 1)]
+        scaled = [max(0, int(round(w * 10))) for w in weights]
+        total = sum(scaled)
+        r = self.integer(0, total - 1)
+        for opt, w in zip(options, scaled):
+            if r < w:
+                return opt
+            r -= w
+        raise AssertionError("unreachable")
+
+
+class RandomChooser(Chooser):
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+
+    def integer(self, lo, hi):
+        return self.rng.randint(lo, hi)
+
+
+class HypothesisChooser(Chooser):
+    def __init__(self, data):
+        import hypothesis.strategies as st
+        self.data, self.st = data, st
+
+    def integer(self, lo, hi):
+        return self.data.draw(self.st.integers(lo, hi))
+
+
+# ---------------------------------------------------------------------------
+# Definite assignment
+
+
+@dataclasses.dataclass
+class Env:
+    defs: set       # assigned on every path to here
+    maybe: set      # assigned on some path (or in an earlier iteration)
+
+    def copy(self) -> "Env":
+        return Env(set(self.defs), set(self.maybe))
+
+    def assign(self, name: str) -> None:
+        self.defs.add(name)
+        self.maybe.add(name)
+
+
+@dataclasses.dataclass
+class Loop:
+    depth: int
+    allow_continue: bool
+    jumped: bool = False   # a jump somewhere in the body (after-loop definiteness)
+
+
+@dataclasses.dataclass
+class Program:
+    source: str
+    name: str = "f"
+    maybe_reads: int = 0   # reads of a variable that some path leaves unassigned
+
+
+# ---------------------------------------------------------------------------
+# The generator
+
+_FLOAT_CONSTS = ("1.0", "0.5", "2.0", "0.0", "-1.0", "3.0", "-0.25", "1", "0")
+_INT_CONSTS = ("1", "0", "2", "3")
+_CMP = ("<", ">", "<=", ">=")
+
+
+class Generator:
+    def __init__(self, ch: Chooser, *, p_maybe: float = 0.005, max_depth: int = MAX_DEPTH,
+                 exclude=()):
+        self.ch = ch
+        self.exclude = frozenset(exclude)   # feature names to leave out, e.g. "value_boolop"
+        self.p_maybe = p_maybe
+        self.max_depth = max_depth
+        self.ret_kind = None
+        self.loops: list[Loop] = []
+        self.maybe_reads = 0
+
+    # -- variables ---------------------------------------------------------
+
+    def _var(self, env: Env, typ: str, must: bool = False):
+        """A variable of ``typ`` to read: defined on all paths, or rarely one that may not be."""
+        defs = sorted(n for n in env.defs if type_of(n) == typ)
+        maybe = sorted(n for n in env.maybe - env.defs if type_of(n) == typ)
+        if maybe and self.ch.flip(self.p_maybe):
+            self.maybe_reads += 1
+            return self.ch.pick(maybe)
+        if defs:
+            return self.ch.pick(defs)
+        return None
+
+    # -- expressions ---------------------------------------------------------
+
+    def fexpr(self, env: Env, d: int) -> str:
+        ch = self.ch
+        if d <= 0:
+            return self.fatom(env)
+        kind = ch.pick(["atom", "bin", "unary", "minmax", "where", "ifexp", "vred", "idx",
+                        "int", "boolop"],
+                       [5, 3, 2.5, 1.2, 0.8, 0.8, 1, 0.8, 0.6,
+                        0 if "value_boolop" in self.exclude else 0.15])
+        if kind == "atom":
+            return self.fatom(env)
+        if kind == "bin":
+            op = ch.pick(["+", "-", "*"], [3, 2, 1.5])
+            if op == "*":  # keep products bounded
+                return f"({self.fexpr(env, d - 1)} * {self.fbounded(env, d - 1)})"
+            return f"({self.fexpr(env, d - 1)} {op} {self.fexpr(env, d - 1)})"
+        if kind == "unary":
+            fn = ch.pick(["jnp.sin", "jnp.tanh", "jnp.cos", "jnp.abs", "-"])
+            if fn == "-":
+                return f"(-{self.fexpr(env, d - 1)})"
+            return f"{fn}({self.fexpr(env, d - 1)})"
+        if kind == "minmax":
+            fn = ch.pick(["jnp.minimum", "jnp.maximum"])
+            return f"{fn}({self.fexpr(env, d - 1)}, {self.fexpr(env, d - 1)})"
+        if kind == "where":
+            return (f"jnp.where({self.cond(env, d - 1)}, {self.fexpr(env, d - 1)}, "
+                    f"{self.fexpr(env, d - 1)})")
+        if kind == "ifexp":
+            return (f"({self.fexpr(env, d - 1)} if {self.cond(env, d - 1)} "
+                    f"else {self.fexpr(env, d - 1)})")
+        if kind == "vred":
+            red = ch.pick(["sum", "max", "min", "mean"])
+            vec = self.vexpr(env, d - 1)
+            return ch.pick([f"{vec}.{red}()", f"jnp.{red}({vec})"])
+        if kind == "idx":
+            return f"{self.vatom(env)}[{self.iexpr(env, 1)} % 3]"
+        if kind == "int":
+            return f"({self.iexpr(env, 1)} * {ch.pick(['0.5', '1.0', '-0.25'])})"
+        # boolop: `and`/`or` on numbers, Python returns one of the operands
+        op = ch.pick(["or", "and"])
+        return f"({self.fexpr(env, d - 1)} {op} {self.fexpr(env, d - 1)})"
+
+    def fbounded(self, env: Env, d: int) -> str:
+        ch = self.ch
+        kind = ch.pick(["const", "tanh", "sin", "min"])
+        if kind == "const":
+            return ch.pick(["0.5", "2.0", "-1.0", "1.5", "0.9"])
+        if kind == "min":
+            return f"jnp.minimum({self.fexpr(env, max(d - 1, 0))}, 1.5)"
+        return f"jnp.{kind}({self.fexpr(env, max(d - 1, 0))})"
+
+    def fatom(self, env: Env) -> str:
+        ch = self.ch
+        if ch.flip(0.7):
+            name = self._var(env, F)
+            if name is not None:
+                return name
+        return ch.pick(_FLOAT_CONSTS)
+
+    def vatom(self, env: Env) -> str:
+        name = self._var(env, V)
+        return name if name is not None else "v"
+
+    def vexpr(self, env: Env, d: int) -> str:
+        ch = self.ch
+        if d <= 0:
+            return self.vatom(env)
+        kind = ch.pick(["atom", "bin", "scale", "unary", "minmax", "where", "ifexp", "new",
+                        "at"], [5, 2, 2, 1.5, 1, 1, 0.6, 0.6, 0.6])
+        if kind == "atom":
+            return self.vatom(env)
+        if kind == "bin":
+            op = ch.pick(["+", "-"])
+            return f"({self.vexpr(env, d - 1)} {op} {self.vexpr(env, d - 1)})"
+        if kind == "scale":
+            op = ch.pick(["*", "+", "-"])
+            rhs = self.fbounded(env, d - 1) if op == "*" else self.fexpr(env, d - 1)
+            return f"({self.vexpr(env, d - 1)} {op} {rhs})"
+        if kind == "unary":
+            fn = ch.pick(["jnp.sin", "jnp.tanh", "jnp.abs", "jnp.cos"])
+            return f"{fn}({self.vexpr(env, d - 1)})"
+        if kind == "minmax":
+            fn = ch.pick(["jnp.minimum", "jnp.maximum"])
+            return f"{fn}({self.vexpr(env, d - 1)}, {self.fexpr(env, d - 1)})"
+        if kind == "where":
+            vec = self.vexpr(env, d - 1)
+            op = ch.pick(_CMP)
+            return (f"jnp.where({vec} {op} {self.fexpr(env, d - 1)}, {vec}, "
+                    f"{self.fexpr(env, d - 1)})")
+        if kind == "ifexp":
+            return (f"({self.vexpr(env, d - 1)} if {self.cond(env, d - 1)} "
+                    f"else {self.vexpr(env, d - 1)})")
+        if kind == "new":
+            return ch.pick(["jnp.zeros(3)", "jnp.ones(3)", "jnp.arange(3.0)",
+                            f"jnp.full(3, {self.fexpr(env, d - 1)}, jnp.float32)"])
+        return (f"jnp.asarray({self.vexpr(env, d - 1)}).at[{self.iexpr(env, 1)} % 3]"
+                f".{ch.pick(['set', 'add'])}({self.fexpr(env, d - 1)})")
+
+    def iatom(self, env: Env) -> str:
+        if self.ch.flip(0.75):
+            name = self._var(env, I)
+            if name is not None:
+                return name
+        return self.ch.pick(_INT_CONSTS)
+
+    def iexpr(self, env: Env, d: int) -> str:
+        ch = self.ch
+        if d <= 0:
+            return self.iatom(env)
+        kind = ch.pick(["atom", "add", "sub", "mod", "div"], [4, 2, 1.5, 0.7, 0.5])
+        if kind == "atom":
+            return self.iatom(env)
+        if kind == "add":
+            return f"({self.iexpr(env, d - 1)} + {self.iexpr(env, d - 1)})"
+        if kind == "sub":
+            return f"({self.iexpr(env, d - 1)} - {self.iexpr(env, d - 1)})"
+        if kind == "mod":
+            return f"({self.iexpr(env, d - 1)} % 3)"
+        return f"({self.iexpr(env, d - 1)} // 2)"
+
+    def cond(self, env: Env, d: int) -> str:
+        ch = self.ch
+        kinds = ["fcmp", "icmp", "chain", "reduce", "sumcmp", "not", "and", "or", "bool"]
+        weights = [4, 1.5, 1, 1.5, 1, 0.8, 1, 1, 0.5]
+        if d <= 0:
+            kinds, weights = kinds[:5] + ["bool"], weights[:5] + [0.5]
+        kind = ch.pick(kinds, weights)
+        if kind == "fcmp":
+            return f"{self.fexpr(env, min(d, 1))} {ch.pick(_CMP)} {self.fexpr(env, min(d, 1))}"
+        if kind == "icmp":
+            op = ch.pick(_CMP + ("==", "!="))
+            return f"{self.iexpr(env, 1)} {op} {self.iexpr(env, 1)}"
+        if kind == "chain":
+            if ch.flip(0.3):
+                return (f"{self.iexpr(env, 0)} {ch.pick(['<', '<='])} {self.iexpr(env, 1)} "
+                        f"{ch.pick(['<', '<='])} {self.iexpr(env, 0)}")
+            ops = ch.pick([("<", "<"), ("<", "<="), (">", ">"), (">=", ">")])
+            return (f"{self.fexpr(env, 0)} {ops[0]} {self.fexpr(env, 1)} {ops[1]} "
+                    f"{self.fexpr(env, 0)}")
+        if kind == "reduce":
+            red = ch.pick(["jnp.any", "jnp.all"])
+            vec = self.vexpr(env, min(d, 1))
+            inner = f"{vec} {ch.pick(_CMP)} {self.fexpr(env, 0)}"
+            if ch.flip(0.3):
+                return f"({inner}).{red[4:]}()"
+            return f"{red}({inner})"
+        if kind == "sumcmp":
+            red = ch.pick(["sum", "max", "min"])
+            return f"{self.vatom(env)}.{red}() {ch.pick(_CMP)} {self.fexpr(env, min(d, 1))}"
+        if kind == "bool":
+            name = self._var(env, B)
+            if name is not None:
+                return name
+            return f"{self.fatom(env)} > {self.fatom(env)}"
+        if kind == "not":
+            return f"not ({self.cond(env, d - 1)})"
+        op = kind
+        return f"({self.cond(env, d - 1)}) {op} ({self.cond(env, d - 1)})"
+
+    # -- statements ------------------------------------------------------------
+
+    def ret_value(self, env: Env) -> str:
+        parts = [self.fexpr(env, 2)]
+        if "v" in self.ret_kind:
+            parts.append(self.vexpr(env, 1))
+        if "i" in self.ret_kind:
+            parts.append(self.iexpr(env, 1))
+        return ", ".join(parts)
+
+    def assign(self, env: Env) -> list[str]:
+        ch = self.ch
+        typ = ch.pick([F, V, I, B], [5, 2.5, 1.5, 0.5])
+        if typ == F:
+            target = ch.pick(["a", "b", "c", "x"], [3, 3, 2, 1])
+            rhs = self.fexpr(env, ch.integer(1, 3))
+        elif typ == V:
+            target = ch.pick(["w", "u", "v"], [3, 2, 1])
+            rhs = self.vexpr(env, ch.integer(1, 2))
+        elif typ == I:
+            target = ch.pick(["k", "j", "n"], [3, 2, 0.5])
+            rhs = self.iexpr(env, ch.integer(0, 2))
+            if target == "n" or (" " in rhs and not rhs.strip("()").lstrip("-").isdigit()):
+                rhs = f"({rhs}) % 5"  # int locals stay small
+        else:
+            target = "p"
+            rhs = self.cond(env, 1)
+        env.assign(target)
+        return [f"{target} = {rhs}"]
+
+    def augassign(self, env: Env) -> list[str] | None:
+        ch = self.ch
+        typ = ch.pick([F, V, I], [5, 2, 1.5])
+        target = self._var(env, typ)
+        if target is None or target == "n" or target.startswith("i") or target.startswith("e"):
+            return None
+        if typ == F:
+            op = ch.pick(["+=", "-=", "*="], [3, 2, 1])
+            rhs = self.fbounded(env, 1) if op == "*=" else self.fexpr(env, ch.integer(0, 2))
+        elif typ == V:
+            op = ch.pick(["+=", "-=", "*="], [3, 1, 1])
+            if op == "*=":
+                rhs = self.fbounded(env, 1)
+            else:
+                rhs = ch.pick([self.fexpr(env, 1), self.vexpr(env, 1)])
+        else:
+            op = ch.pick(["+=", "-="])
+            rhs = self.iatom(env)
+        env.assign(target)
+        return [f"{target} {op} {rhs}"]
+
+    def jump(self, env: Env, top_of_loop: bool) -> str | None:
+        """A `break`, `continue` or `return` to end a block with, or None."""
+        ch = self.ch
+        options, weights = [], []
+        if self.loops:
+            options.append("break")
+            weights.append(3)
+            if self.loops[-1].allow_continue:
+                options.append("continue")
+                weights.append(2)
+        options.append("return")
+        weights.append(1.5 if self.loops else 1)
+        p = 0.08 if top_of_loop else 0.35
+        if not ch.flip(p):
+            return None
+        kind = ch.pick(options, weights)
+        if kind == "return":
+            for lp in self.loops:
+                lp.jumped = True
+            return f"return {self.ret_value(env)}"
+        if kind == "continue":
+            self.loops[-1].jumped = True
+            return "continue"
+        self.loops[-1].jumped = True
+        return "break"
+
+    def block(self, env: Env, depth: int, lo: int, hi: int, *, kind: str):
+        """Statements of a block at nesting ``depth``; mutates ``env``.
+
+        Returns (lines, terminated): terminated when every path through the
+        block ends in a jump (the code after it is dead).
+        """
+        lines = []
+        count = self.ch.integer(lo, hi)
+        for _ in range(count):
+            out, terminated = self.statement(env, depth)
+            lines += out
+            if terminated:
+                return lines, True
+        if kind in ("if", "loop") and depth > 0:
+            j = self.jump(env, top_of_loop=(kind == "loop"))
+            if j is not None:
+                return lines + [j], True
+        return lines, False
+
+    def statement(self, env: Env, depth: int):
+        ch = self.ch
+        kinds = ["assign", "aug", "if", "for", "while"]
+        weights = [5, 3, 2.2, 1.4, 1.1]
+        if depth >= self.max_depth:
+            kinds, weights = kinds[:2], weights[:2]
+        kind = ch.pick(kinds, weights)
+        if kind == "aug":
+            out = self.augassign(env)
+            return (out, False) if out is not None else (self.assign(env), False)
+        if kind == "assign":
+            return self.assign(env), False
+        if kind == "if":
+            return self.if_stmt(env, depth)
+        if kind == "for":
+            return self.for_stmt(env, depth), False
+        return self.while_stmt(env, depth), False
+
+    def if_stmt(self, env: Env, depth: int):
+        ch = self.ch
+        lines = []
+        paths, all_maybe = [], set(env.maybe)
+        n_elif = ch.pick([0, 1, 2], [6, 2, 0.7])
+        has_else = ch.flip(0.5)
+        heads = [f"if {self.cond(env, 2)}:"]
+        heads += [f"elif {self.cond(env, 2)}:" for _ in range(n_elif)]
+        if has_else:
+            heads.append("else:")
+        for head in heads:
+            b_env = env.copy()
+            body, term = self.block(b_env, depth + 1, 1, 3, kind="if")
+            lines.append(head)
+            lines += ["    " + ln for ln in body]
+            all_maybe |= b_env.maybe
+            if not term:
+                paths.append(b_env)
+        if not has_else:
+            paths.append(env.copy())
+        env.maybe = all_maybe
+        if not paths:
+            return lines, True
+        env.defs = set.intersection(*(p.defs for p in paths))
+        return lines, False
+
+    def _loop_body(self, env: Env, depth: int, loop: Loop, header: list[str],
+                   prefix: list[str] = (), suffix: list[str] = (), at_least_once=False,
+                   targets=()):
+        b_env = env.copy()
+        for t in targets:
+            b_env.assign(t)
+        self.loops.append(loop)
+        try:
+            body, term = self.block(b_env, depth + 1, 1, 3, kind="loop")
+        finally:
+            self.loops.pop()
+        # an increment after a final jump would be dead code (the loop exits anyway)
+        lines = header + ["    " + ln for ln in list(prefix) + body + (list(suffix) if not term else [])]
+        env.maybe |= b_env.maybe
+        if at_least_once and not loop.jumped and not term:
+            env.defs |= b_env.defs
+        return lines
+
+    def while_stmt(self, env: Env, depth: int) -> list[str]:
+        ch = self.ch
+        i = counter(depth)
+        bound = ch.pick(["n", "3", "2", "k % 4", "n - 1", "j % 3"], [4, 1.5, 1, 1, 0.7, 0.7])
+        if "k" in bound and "k" not in env.defs or "j" in bound and "j" not in env.defs:
+            bound = "n"
+        extra = ""
+        if ch.flip(0.25):
+            extra = f" and {self.cond(env, 1)}"
+        inc_first = ch.flip(0.5)
+        down = ch.flip(0.3)
+        if down:
+            init, test, step = f"{i} = {bound}", f"{i} > 0", f"{i} -= 1"
+        else:
+            init, test, step = f"{i} = 0", f"{i} < {bound}", f"{i} += 1"
+        if ch.flip(0.1):
+            test = f"not ({i} <= 0)" if down else f"not ({i} >= {bound})"
+        env.assign(i)
+        loop = Loop(depth, allow_continue=inc_first)
+        prefix = [step] if inc_first else []
+        suffix = [] if inc_first else [step]
+        # with the increment last, a `break`/`return` may end the body; never `continue`
+        return [init] + self._loop_body(env, depth, loop, [f"while {test}{extra}:"],
+                                        prefix=prefix, suffix=suffix)
+
+    def for_stmt(self, env: Env, depth: int) -> list[str]:
+        ch = self.ch
+        i, e = counter(depth), element(depth)
+        kind = ch.pick(["static", "traced", "array", "enumerate"], [3, 3, 2.5, 1])
+        targets = [i]
+        at_least_once = False
+        if kind == "static":
+            it = ch.pick(["range(3)", "range(2)", "range(1, 4)", "range(4, 0, -1)", "range(0)"],
+                         [3, 2, 1, 1, 0.3])
+            at_least_once = it != "range(0)"
+            head = f"for {i} in {it}:"
+        elif kind == "traced":
+            it = ch.pick(["range(n)", "range(1, n)", "range(n, 0, -1)", "range(k % 4)",
+                          "range(n + 1)", "range(j % 3, n)", "reversed(range(n))"],
+                         [4, 1, 1, 1, 1, 0.7, 0.5])
+            if "k" in it and "k" not in env.defs or "j" in it and "j" not in env.defs:
+                it = "range(n)"
+            at_least_once = it == "range(n + 1)" and False
+            head = f"for {i} in {it}:"
+        elif kind == "array":
+            vec = ch.pick([self.vatom(env), "v", "jnp.sin(v)", "reversed(v)"], [3, 2, 0.5, 0.5])
+            head = f"for {e} in {vec}:"
+            targets = [e]
+            at_least_once = True
+        else:
+            head = f"for {i}, {e} in enumerate({self.vatom(env)}):"
+            targets = [i, e]
+            at_least_once = True
+        loop = Loop(depth, allow_continue=True)
+        # the target is defined after the loop only if the loop ran
+        out = self._loop_body(env, depth, loop, [head], at_least_once=at_least_once,
+                              targets=targets)
+        for t in targets:
+            env.maybe.add(t)
+        return out
+
+    # -- programs ----------------------------------------------------------------
+
+    def program(self) -> Program:
+        ch = self.ch
+        self.ret_kind = ch.pick(["f", "fv", "fi", "fvi"], [3, 2, 1.5, 1])
+        env = Env(defs=set(PARAMS), maybe=set(PARAMS))
+        body, term = self.block(env, 0, 1, 6, kind="top")
+        if not term:
+            body.append(f"return {self.ret_value(env)}")
+        src = "def f(x, v, n):\n" + "".join(f"    {ln}\n" for ln in body)
+        return Program(src, maybe_reads=self.maybe_reads)
+
+
+def generate(ch: Chooser, **kwargs) -> Program:
+    return Generator(ch, **kwargs).program()

@@ -1,0 +1,288 @@
+"""Runs a function in plain Python and as ``jax.jit(autograph.convert(f))``, and compares.
+
+For each input set ``(x, v, n)`` (NumPy float32, float32[3], int32):
+
+* **python**: ``f`` itself on the NumPy inputs, and on the same inputs as
+  JAX arrays (what ``jax.jit`` hands the converted function), both eagerly;
+* **eager**: ``autograph.convert(f)`` on the NumPy inputs. Nothing is traced,
+  so every construct takes the Python path and must give exactly the plain
+  result (or raise the same kind of error);
+* **jit**: ``jax.jit(autograph.convert(f))``, compared with the plain run on
+  JAX arrays with rtol 1e-4, atol 1e-5 (NaN equals NaN; no comparison where
+  the plain result overflows). The NumPy-input run is accepted as a second
+  reference: NumPy and JAX promote ``float32 * int32`` differently.
+
+The outcome of a program is one of
+
+* ``ok``: converted and correct;
+* ``refused``: the jitted function raised an :class:`autograph.AutographError`
+  (a legitimate refusal) on inputs where Python ran;
+* ``both_raised``: Python raised, and so did the converted function, with an
+  ``AutographError`` or the same kind of Python error;
+* ``skipped``: the plain result overflowed;
+* ``failure``: anything else: a wrong value, a value where Python raised, an
+  internal error (not an ``AutographError``), or an ``AutographError`` that
+  does not name a line of the user's file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import itertools
+import os
+import sys
+import tempfile
+import traceback
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import autograph
+
+RTOL, ATOL = 1e-4, 1e-5
+HUGE = 1e30
+
+HEADER = "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\n\n"
+
+
+@dataclasses.dataclass
+class Outcome:
+    kind: str                      # ok | refused | both_raised | skipped | failure
+    detail: str = ""               # what went wrong / which rule refused
+    signature: str = ""            # stable key of a failure, for deduplication
+    source: str = ""
+    inputs: tuple = ()
+
+    @property
+    def failed(self) -> bool:
+        return self.kind == "failure"
+
+    def report(self) -> str:
+        ins = "\n".join(f"    x={x!r}, v={v!r}, n={n!r}" for x, v, n in self.inputs)
+        return (f"{self.kind}: {self.detail}\n--- program ---\n{self.source}"
+                f"--- inputs ---\n{ins}\n")
+
+
+# ---------------------------------------------------------------------------
+# Programs on disk
+
+
+class ProgramDir:
+    """A temporary directory of generated modules, imported from real files."""
+
+    _ids = itertools.count()
+
+    def __init__(self):
+        self.path = tempfile.mkdtemp(prefix="autograph_fuzz_")
+
+    def load(self, source: str, name: str = "f"):
+        mod_name = f"agfuzz_{os.getpid()}_{next(self._ids)}"
+        filename = os.path.join(self.path, mod_name + ".py")
+        with open(filename, "w") as fh:
+            fh.write(HEADER + source)
+        spec = importlib.util.spec_from_file_location(mod_name, filename)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # not put in sys.modules: freed with the function
+        return getattr(module, name)
+
+    def cleanup(self):
+        import shutil
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# Inputs
+
+
+def make_inputs(x, v, n):
+    return (np.float32(x), np.asarray(v, np.float32).reshape(3), np.int32(n))
+
+
+def _copy(args):
+    return tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def _as_jax(args):
+    return tuple(jnp.asarray(a) for a in args)
+
+
+# ---------------------------------------------------------------------------
+# Running and comparing
+
+
+@dataclasses.dataclass
+class Run:
+    value: object = None
+    error: BaseException | None = None
+
+    @property
+    def raised(self):
+        return self.error is not None
+
+
+def _call(fn, args) -> Run:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return Run(value=fn(*args))
+        except Exception as e:  # noqa: BLE001 - classified by the caller
+            return Run(error=e)
+
+
+def _leaves(value):
+    leaves, treedef = jax.tree_util.tree_flatten(value)
+    out = []
+    for leaf in leaves:
+        a = np.asarray(leaf)
+        if a.dtype == object:
+            raise TypeError(f"non-numeric result leaf {leaf!r}")
+        out.append(a)
+    return treedef, out
+
+
+def _overflows(value) -> bool:
+    _, leaves = _leaves(value)
+    for a in leaves:
+        if a.dtype.kind in "fc":
+            with np.errstate(all="ignore"):
+                if np.any(np.isinf(a)) or np.any(np.abs(np.nan_to_num(a)) > HUGE):
+                    return True
+    return False
+
+
+def compare(got, want, rtol=RTOL, atol=ATOL) -> str | None:
+    """None when ``got`` matches ``want``, else a description of the difference."""
+    try:
+        tg, lg = _leaves(got)
+        tw, lw = _leaves(want)
+    except TypeError as e:
+        return str(e)
+    if tg.num_leaves != tw.num_leaves or len(lg) != len(lw):
+        return f"structure differs: got {tg}, want {tw}"
+    for i, (a, b) in enumerate(zip(lg, lw)):
+        if a.shape != b.shape:
+            return f"leaf {i}: shape {a.shape} vs {b.shape}"
+        if a.dtype.kind == "b" or b.dtype.kind == "b":
+            if a.dtype.kind != b.dtype.kind:
+                return f"leaf {i}: dtype {a.dtype} vs {b.dtype}"
+        fa, fb = a.astype(np.float64), b.astype(np.float64)
+        if not np.allclose(fa, fb, rtol=rtol, atol=atol, equal_nan=True):
+            return f"leaf {i}: got {a!r}, want {b!r}"
+    return None
+
+
+def _same_value(a, b) -> bool:
+    return compare(a, b, rtol=1e-6, atol=1e-7) is None
+
+
+def _err(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {msg}"
+
+
+def _internal(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    frames = [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in tb[-4:]]
+    return _err(e) + "\n  at " + " <- ".join(reversed(frames))
+
+
+def _compatible_error(conv: BaseException, plain: BaseException) -> bool:
+    return isinstance(conv, (autograph.AutographError, type(plain)))
+
+
+def _clear(e: autograph.AutographError, filename: str) -> bool:
+    loc = e.location
+    return loc is not None and os.path.abspath(loc.filename) == os.path.abspath(filename)
+
+
+def _sig(kind: str, e: BaseException | None = None, extra: str = "") -> str:
+    if e is None:
+        return f"{kind}:{extra}"
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    import re
+    msg = re.sub(r"\S+\.py:\d+: ", "", msg)
+    msg = re.sub(r"`[^`]*`", "`_`", msg)
+    msg = re.sub(r"\d+", "N", msg)
+    return f"{kind}:{type(e).__name__}:{msg[:120]}"
+
+
+def check_function(f, input_sets, *, source: str = "") -> Outcome:
+    """Runs ``f`` plainly and converted on each input set; classifies the result."""
+    filename = f.__code__.co_filename
+    inputs = tuple(input_sets)
+
+    def out(kind, detail="", signature=""):
+        return Outcome(kind, detail, signature, source, tuple(
+            (float(x), [float(t) for t in v], int(n)) for x, v, n in inputs))
+
+    # 1. plain Python on NumPy inputs, and the converted function on the same (no tracing)
+    try:
+        cf = autograph.convert(f)
+    except autograph.AutographError as e:
+        return out("refused", "conversion: " + _err(e), _sig("conversion", e))
+    except Exception as e:  # noqa: BLE001
+        return out("failure", "conversion raised an internal error: " + _internal(e),
+                   _sig("conversion-internal", e))
+    plain_np, plain_jx = [], []
+    for args in inputs:
+        want = _call(f, _copy(args))
+        got = _call(cf, _copy(args))
+        plain_np.append(want)
+        plain_jx.append(_call(f, _as_jax(args)))
+        if want.raised:
+            if not got.raised:
+                return out("failure", f"eager converted returned {got.value!r} where Python "
+                           f"raised {_err(want.error)}", _sig("eager-value-where-raised",
+                                                               want.error))
+            if not _compatible_error(got.error, want.error):
+                return out("failure", f"eager converted raised {_internal(got.error)} where "
+                           f"Python raised {_err(want.error)}", _sig("eager-internal", got.error))
+        elif got.raised:
+            return out("failure", f"eager converted raised {_internal(got.error)} where Python "
+                       f"returned {want.value!r}", _sig("eager-raised", got.error))
+        else:
+            diff = compare(got.value, want.value, rtol=1e-6, atol=1e-7)
+            if diff is not None:
+                return out("failure", f"eager converted differs from Python: {diff}",
+                           _sig("eager-wrong-value", extra=diff.split(":")[0]))
+
+    # 2. jitted: traced once, run on every input set
+    jf = jax.jit(cf)
+    for idx, args in enumerate(inputs):
+        ref, ref_np = plain_jx[idx], plain_np[idx]
+        got = _call(jf, _copy(args))
+        if got.raised:
+            e = got.error
+            if isinstance(e, autograph.AutographError):
+                if not _clear(e, filename):
+                    return out("failure", f"AutographError without the user's line: {_err(e)}"
+                               f" (location {e.location})", _sig("unclear-error", e))
+                if all(r.raised for r in plain_jx):
+                    return out("both_raised", _err(e))
+                return out("refused", _err(e), _sig("refused", e))
+            if ref.raised and _compatible_error(e, ref.error):
+                continue
+            return out("failure", f"jit raised {_internal(e)}" + (
+                f" where Python raised {_err(ref.error)}" if ref.raised else
+                " where Python returned a value"), _sig("jit-internal", e))
+        if ref.raised:
+            return out("failure", f"jit returned {got.value!r} where Python raised "
+                       f"{_err(ref.error)}", _sig("jit-value-where-raised", ref.error))
+        if _overflows(ref.value) or (not ref_np.raised and _overflows(ref_np.value)):
+            return out("skipped", "plain result overflows")
+        diff = compare(got.value, ref.value)
+        if diff is not None and (ref_np.raised or compare(got.value, ref_np.value) is not None):
+            return out("failure", f"jit differs from Python: {diff}",
+                       _sig("jit-wrong-value", extra=diff.split(":")[0]))
+    if all(r.raised for r in plain_jx):
+        return out("both_raised", _err(plain_jx[0].error))
+    return out("ok")
+
+
+def check_source(source: str, input_sets, programs: ProgramDir) -> Outcome:
+    f = programs.load(source)
+    outcome = check_function(f, input_sets, source=source)
+    return outcome

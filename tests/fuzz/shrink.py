@@ -1,0 +1,210 @@
+"""Shrinks a failing generated program to a minimal one with the same failure.
+
+    python -m tests.fuzz.shrink /tmp/fuzz0.jsonl --seed 62
+    python -m tests.fuzz.shrink /tmp/fuzz0.jsonl --all-distinct
+
+Greedy, AST-based: delete statements, replace compound statements by their
+bodies, drop ``elif``/``else`` branches, replace expressions by their parts
+or by simple atoms, and try fewer/simpler inputs, keeping every change that
+preserves the outcome's signature (``harness.Outcome.signature``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import json
+import os
+import sys
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+from tests.fuzz import harness  # noqa: E402
+
+_ATOMS = ("x", "v", "n", "0", "1", "1.0", "0.5", "-1.0", "a", "w", "k")
+
+
+def _parents(tree):
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _stmt_lists(tree):
+    for idx, node in enumerate(ast.walk(tree)):
+        for field in ("body", "orelse"):
+            lst = getattr(node, field, None)
+            if isinstance(lst, list) and lst and isinstance(lst[0], ast.stmt):
+                yield idx, field, len(lst)
+
+
+def _edit(src, fn):
+    tree = ast.parse(src)
+    nodes = list(ast.walk(tree))
+    if fn(tree, nodes) is False:
+        return None
+    ast.fix_missing_locations(tree)
+    try:
+        out = ast.unparse(tree) + "\n"
+    except Exception:  # noqa: BLE001
+        return None
+    return out if out != src else None
+
+
+def candidates(src):
+    tree = ast.parse(src)
+    lists = list(_stmt_lists(tree))
+    # 1. delete statements (the function's final statements last)
+    for idx, field, n in lists:
+        for i in range(n):
+            def delete(tree, nodes, idx=idx, field=field, i=i):
+                lst = getattr(nodes[idx], field)
+                if isinstance(nodes[idx], ast.FunctionDef) and len(lst) == 1:
+                    return False
+                del lst[i]
+                if not lst and field == "body":
+                    lst.append(ast.Pass())
+            yield delete
+    # 2. replace a compound statement by its body / else branch; drop else branches
+    for idx, field, n in lists:
+        for i in range(n):
+            for part in ("body", "orelse"):
+                def inline(tree, nodes, idx=idx, field=field, i=i, part=part):
+                    lst = getattr(nodes[idx], field)
+                    st = lst[i]
+                    inner = getattr(st, part, None)
+                    if not isinstance(st, (ast.If, ast.For, ast.While)) or not inner:
+                        return False
+                    lst[i:i + 1] = inner
+                yield inline
+
+            def drop_else(tree, nodes, idx=idx, field=field, i=i):
+                st = getattr(nodes[idx], field)[i]
+                if not isinstance(st, (ast.If, ast.For, ast.While)) or not st.orelse:
+                    return False
+                st.orelse = []
+            yield drop_else
+    # 3. replace expressions by a sub-expression or an atom
+    nodes = list(ast.walk(tree))
+    for idx, node in enumerate(nodes):
+        if not isinstance(node, ast.expr) or isinstance(node, ast.Name) and node.id in _ATOMS[:3]:
+            continue
+        if isinstance(node, (ast.Name, ast.Constant)) and not isinstance(
+                getattr(node, "ctx", ast.Load()), ast.Load):
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            continue
+        subs = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)
+                and not isinstance(c, ast.Attribute)]
+        for k in range(len(subs) + len(_ATOMS)):
+            def replace(tree, nodes, idx=idx, k=k):
+                node = nodes[idx]
+                parents = _parents(tree)
+                parent = parents.get(id(node))
+                if parent is None:
+                    return False
+                if isinstance(parent, (ast.Call,)) and node is parent.func:
+                    return False
+                if isinstance(parent, ast.Attribute):
+                    return False
+                kids = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)
+                        and not isinstance(c, ast.Attribute)]
+                if k < len(kids):
+                    new = kids[k]
+                else:
+                    atom = _ATOMS[k - len(kids)]
+                    new = ast.parse(atom, mode="eval").body
+                    if ast.dump(new) == ast.dump(node):
+                        return False
+                for field, value in ast.iter_fields(parent):
+                    if value is node:
+                        setattr(parent, field, new)
+                        return True
+                    if isinstance(value, list):
+                        for j, item in enumerate(value):
+                            if item is node:
+                                value[j] = new
+                                return True
+                return False
+            yield replace
+
+
+def shrink(source, inputs, signature, *, log=None, max_checks=3000):
+    """The smallest (source, inputs) found whose outcome has ``signature``."""
+    programs = harness.ProgramDir()
+    checks = [0]
+
+    def fails(src, ins):
+        checks[0] += 1
+        try:
+            out = harness.check_source(src, [harness.make_inputs(*i) for i in ins], programs)
+        except Exception:  # noqa: BLE001 - e.g. a syntax error from an edit
+            return False
+        return out.signature == signature
+
+    try:
+        assert fails(source, inputs), "the original does not fail with this signature"
+        # inputs: one set, then simpler values
+        for i in range(len(inputs)):
+            if len(inputs) > 1 and fails(source, [inputs[i]]):
+                inputs = [inputs[i]]
+                break
+        changed = True
+        while changed and checks[0] < max_checks:
+            changed = False
+            for edit in candidates(source):
+                new = _edit(source, edit)
+                if new is None or len(new) >= len(source) + 0:
+                    if new is None or len(new) > len(source):
+                        continue
+                if fails(new, inputs):
+                    source = new
+                    changed = True
+                    if log:
+                        log(f"[{checks[0]}] {len(source)} chars")
+                    break
+                if checks[0] >= max_checks:
+                    break
+        # simpler input values
+        x, v, n = inputs[0]
+        for cand in ([0.5, v, n], [1.0, v, n], [x, [1.0, 2.0, 3.0], n], [x, v, 0], [x, v, 1],
+                     [x, v, 2], [x, v, 3]):
+            if cand != [x, v, n] and fails(source, [tuple(cand)]):
+                x, v, n = cand
+        inputs = [(x, v, n)]
+    finally:
+        programs.cleanup()
+    return source, inputs
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("jsonl")
+    ap.add_argument("--seed", type=int, action="append")
+    ap.add_argument("--all-distinct", action="store_true")
+    ap.add_argument("--kind", default="failure")
+    ap.add_argument("--max-checks", type=int, default=3000)
+    args = ap.parse_args(argv)
+    recs = [json.loads(line) for line in open(args.jsonl)]
+    todo = []
+    if args.seed:
+        todo = [r for r in recs if r["seed"] in args.seed]
+    elif args.all_distinct:
+        seen = set()
+        for r in recs:
+            if r["kind"] == args.kind and r["signature"] not in seen:
+                seen.add(r["signature"])
+                todo.append(r)
+    for r in todo:
+        src, ins = shrink(r["source"], [tuple(i) for i in r["inputs"]], r["signature"],
+                          log=lambda m: print(m, file=sys.stderr), max_checks=args.max_checks)
+        print(json.dumps({"seed": r["seed"], "signature": r["signature"], "source": src,
+                          "inputs": ins}))
+        print(f"# seed {r['seed']}: {r['signature']}\n{src}# inputs {ins}\n", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

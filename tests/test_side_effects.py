@@ -1,0 +1,249 @@
+"""``print`` and ``assert`` inside ``autograph.function``, and ``autograph.print``.
+
+A traced ``print`` must print at run time, in order, the same text as the
+plain-Python run of the same function on concrete values.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import autograph
+
+
+def _jitted_output(capsys, fn, *calls):
+    f = autograph.function(fn)
+    capsys.readouterr()
+    for args in calls:
+        f(*args)
+    jax.effects_barrier()
+    return capsys.readouterr()
+
+
+def _eager_output(capsys, fn, *calls):
+    capsys.readouterr()
+    for args in calls:
+        fn(*args)
+    return capsys.readouterr()
+
+
+def _same_as_eager(capsys, fn, *calls):
+    got = _jitted_output(capsys, fn, *calls)
+    want = _eager_output(capsys, fn, *calls)
+    assert got.out == want.out
+    assert got.err == want.err
+    return want.out
+
+
+def _loop_prints(x, n):
+    print("start", n)
+    for i in range(3):
+        x = x * 2
+        print("step", i, "x", x, sep=", ")
+    print("sum:", x.sum())
+    return x
+
+
+def test_print_traced_values_in_python_loop(capsys):
+    out = _same_as_eager(capsys, _loop_prints, (jnp.array([1.0, 2.0]), 7))
+    assert "step, 2, x, [ 8. 16.]" in out
+
+
+def _branch_prints(x, n):
+    if x.sum() > 0:
+        print("pos", x)
+    else:
+        print("neg", x)
+    for i in range(n):
+        print("i =", i, "x*i =", x * i)
+    print(x.dtype, x.shape, x > 0)
+    print(x[0], 1.5, None, "s", True, "{}", "{0}")
+    return x
+
+
+def test_print_in_staged_branches_and_loops(capsys):
+    calls = [(jnp.array([1.0, 2.0]), jnp.int32(2)), (jnp.array([-3.0, 1.0]), jnp.int32(3))]
+    out = _same_as_eager(capsys, _branch_prints, *calls)
+    assert out.count("pos") == 1 and out.count("neg") == 1  # only the branch taken
+
+
+def _while_prints(x):
+    i = 0
+    while x.sum() < 10:
+        x = x + 1
+        print("i", i, x)
+        i += 1
+    return x
+
+
+def test_print_in_while_loop_ordered(capsys):
+    out = _same_as_eager(capsys, _while_prints, (jnp.array([1.0, 2.0]),), (jnp.array([4.0, 4.0]),))
+    assert out.splitlines()[0] == "i 0 [2. 3.]"
+
+
+def _print_end(x):
+    print("sum:", x.sum(), end="!\n")
+    print("a", x, end="")
+    print("b", x, sep="")
+    return x
+
+
+def test_print_end_argument(capsys):
+    _same_as_eager(capsys, _print_end, (jnp.array([1, 2]),))
+
+
+def _print_to_stderr(x):
+    print("to stderr", x, file=sys.stderr)
+    print("to stdout", x)
+    return x
+
+
+def test_print_file_argument(capsys):
+    _same_as_eager(capsys, _print_to_stderr, (jnp.array([1, 2]),))
+
+
+def _print_container(x):
+    print([x[1], 1], (x[0], "a"))
+    return x
+
+
+def test_print_container_with_python_values(capsys):
+    _same_as_eager(capsys, _print_container, (jnp.array([1.0, 2.0]),))
+
+
+def _callee_prints(x):
+    print("callee", x)
+    return x + 1
+
+
+def _caller(x):
+    print("caller", x)
+    return _callee_prints(x)
+
+
+def test_print_in_called_function(capsys):
+    _same_as_eager(capsys, _caller, (jnp.int32(3),), (jnp.int32(4),))
+
+
+def test_print_python_values_only_is_builtin_print(capsys):
+    @autograph.function
+    def f(x, n):
+        print("n is", n)
+        return x * n
+
+    capsys.readouterr()
+    f(jnp.ones(2), 3)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == "n is 3\n"
+
+
+def test_autograph_print_explicit_form(capsys):
+    @autograph.function
+    def f(x):
+        autograph.print("val", x, 3)
+        return x
+
+    capsys.readouterr()
+    f(jnp.int32(4))
+    f(jnp.int32(5))
+    jax.effects_barrier()
+    assert capsys.readouterr().out == "val 4 3\nval 5 3\n"
+
+
+def test_autograph_print_without_traced_values_prints_every_run(capsys):
+    @autograph.function
+    def f(x):
+        autograph.print("plain")
+        autograph.print("val", x)
+        return x
+
+    capsys.readouterr()
+    f(jnp.int32(4))
+    f(jnp.int32(5))
+    jax.effects_barrier()
+    # "when the program runs, traced or not": every call, in program order
+    assert capsys.readouterr().out == "plain\nval 4\nplain\nval 5\n"
+
+
+def test_autograph_print_outside_function(capsys):
+    autograph.print("a", 1, sep="-")
+    assert capsys.readouterr().out == "a-1\n"
+
+
+# -- assert ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def positive():
+    @autograph.function
+    def f(x):
+        assert x.sum() > 0, "sum must be positive"
+        return x * 2
+
+    return f
+
+
+def test_assert_traced_true_does_nothing(positive):
+    out = positive(jnp.ones(2))
+    jax.effects_barrier()
+    assert out.tolist() == [2.0, 2.0]
+
+
+def test_assert_traced_false_raises_with_message(positive):
+    with pytest.raises(Exception, match="sum must be positive"):
+        positive(-jnp.ones(2)).block_until_ready()
+        jax.effects_barrier()
+    # the function stays usable
+    assert positive(jnp.ones(2)).tolist() == [2.0, 2.0]
+    jax.effects_barrier()
+
+
+def test_assert_traced_without_message():
+    @autograph.function
+    def f(x):
+        assert x.sum() > 0
+        return x
+
+    with pytest.raises(Exception, match="assert"):
+        f(-jnp.ones(2)).block_until_ready()
+        jax.effects_barrier()
+
+
+def test_assert_traced_in_branch_only_when_taken():
+    @autograph.function
+    def f(x):
+        if x.sum() > 0:
+            assert x.min() > 0, "all positive"
+        return x
+
+    f(-jnp.ones(2))  # the branch is not taken
+    jax.effects_barrier()
+    f(jnp.array([1.0, 2.0]))
+    jax.effects_barrier()
+    with pytest.raises(Exception, match="all positive"):
+        f(jnp.array([5.0, -1.0])).block_until_ready()
+        jax.effects_barrier()
+
+
+def test_assert_python_value_is_python_assert():
+    @autograph.function
+    def f(x, n):
+        assert n > 0, f"n={n} must be positive"
+        return x * n
+
+    assert f(jnp.ones(2), 2).tolist() == [2.0, 2.0]
+    with pytest.raises(AssertionError, match="n=-1 must be positive"):
+        f(jnp.ones(2), -1)
+
+
+def test_assert_under_vmap_and_grad(positive):
+    with pytest.raises(Exception, match="sum must be positive"):
+        jax.vmap(positive)(jnp.array([[1.0, 1.0], [-1.0, -1.0]])).block_until_ready()
+        jax.effects_barrier()
+    g = jax.grad(lambda x: positive(x).sum())(jnp.ones(2))
+    jax.effects_barrier()
+    assert g.tolist() == [2.0, 2.0]
