@@ -23,8 +23,8 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, activity
 from autograph.anno import Anno
 from autograph.context import Context
-from .if_statements import FunctionScopes, mark_generated, state_init
-from .while_statements import carried
+from .if_statements import FunctionScopes, mark_generated, shared_cells, state_init
+from .while_statements import carried, cell_params
 
 NODES = (gast.For,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -33,12 +33,13 @@ _ITERABLES = {"range": "range_", "enumerate": "enumerate_", "zip": "zip_",
               "reversed": "reversed_"}
 
 _BODY = templates.Template("""
-    def BODY_FN(ITER, STATE):
+    def BODY_FN(ITER, PARAMS):
         BODY
         return STATE
 """)
 _TEST = templates.Template("""
-    def TEST_FN(STATE):
+    def TEST_FN(PARAMS):
+        SHARED
         return TEST
 """)
 _CALL = templates.Template("STATE = ag__.for_stmt(ITERABLE, BODY_FN, INIT, names=NAMES)")
@@ -69,7 +70,9 @@ class _Transformer(FunctionScopes):
         state = tuple(sorted(set(state) | target_live))
         namer = self.ctx.namer
         body = node.body
-        if isinstance(node.target, gast.Name) and node.target.id not in state:
+        captured_target = sorted((target_names & self.captured) - set(state))
+        if (isinstance(node.target, gast.Name) and node.target.id not in state
+                and not captured_target):
             iterate = node.target.id
         else:
             iterate = namer.new("itr")
@@ -77,9 +80,17 @@ class _Transformer(FunctionScopes):
                                  type_comment=None)
             templates.set_location(assign, node.target)
             body = [assign] + body
+        params, shared = cell_params(state, self.captured, namer, node)
+        if captured_target:  # Python's late binding: closures see the loop's last item
+            if shared:
+                shared[0].names.extend(captured_target)
+            else:
+                shared = shared_cells(captured_target, origin=node)
+        body = shared + body
         body_fn = namer.new("loop_body")
         stmts = mark_generated(
-            _BODY.substitute(node, BODY_FN=body_fn, ITER=iterate, STATE=state, BODY=body))
+            _BODY.substitute(node, BODY_FN=body_fn, ITER=iterate, PARAMS=params, STATE=state,
+                             BODY=body))
         iterable = self._iterable(node.iter)
         if not state and extra is None:
             return stmts + _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn)
@@ -89,7 +100,12 @@ class _Transformer(FunctionScopes):
         if extra is None:
             return stmts + _CALL.substitute(node, **common)
         test_fn = namer.new("loop_test")
-        stmts += mark_generated(_TEST.substitute(node, TEST_FN=test_fn, STATE=state, TEST=extra))
+        test_params, test_shared = cell_params(state, self.captured, namer, node)
+        test = _TEST.substitute(node, TEST_FN=test_fn, PARAMS=test_params, TEST=extra,
+                                SHARED=test_shared or [gast.Pass()])
+        if not test_shared:
+            test[0].body = test[0].body[1:]
+        stmts += mark_generated(test)
         return stmts + _CALL_TEST.substitute(node, TEST_FN=test_fn, **common)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import gast
 
 from autograph import anno, templates
-from autograph.analysis import Analysis, activity
+from autograph.analysis import Analysis, activity, liveness
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.jumps import convert_methods
@@ -58,6 +58,19 @@ def state_init(names, defined, origin) -> gast.expr:
 _UNDEFINED = templates.Template("ag__.Undefined(NAME)")
 
 
+def shared_cells(names, copies=None, origin=None) -> list[gast.stmt]:
+    """``nonlocal`` for ``names`` (and ``name = copy`` for those passed in as copies)."""
+    if not names:
+        return []
+    stmts = [gast.Nonlocal(names=list(names))]
+    for name, copy in (copies or {}).items():
+        stmts.append(gast.Assign(targets=[templates.name(name, gast.Store())],
+                                 value=templates.name(copy), type_comment=None))
+    for stmt in stmts:
+        templates.set_location(stmt, origin)
+    return stmts
+
+
 def mark_generated(stmts):
     """Marks the functions among ``stmts`` as made by a converter (see liveness)."""
     for s in stmts:
@@ -72,17 +85,33 @@ class FunctionScopes(gast.NodeTransformer):
     def __init__(self, ctx: Context):
         self.ctx = ctx
         self._locals = []
+        self._captured = []
 
     @property
     def locals(self) -> frozenset:
         return self._locals[-1]
 
+    @property
+    def captured(self) -> frozenset:
+        """Names of the current function that a user closure reads.
+
+        Generated branch and loop functions must update them in place
+        (``nonlocal``), or a closure called inside the block would see the
+        value from before it.
+        """
+        return self._captured[-1]
+
     def visit_FunctionDef(self, node):
+        captured = liveness.closure_reads(node)
+        if anno.get(node, Anno.GENERATED) and self._captured:
+            captured |= self._captured[-1]
         self._locals.append(activity.function_locals(node))
+        self._captured.append(captured)
         try:
             return self.generic_visit(node)
         finally:
             self._locals.pop()
+            self._captured.pop()
 
     def visit_ClassDef(self, node):
         return convert_methods(self, node)
@@ -120,16 +149,22 @@ class _Transformer(FunctionScopes):
         needed = modified & branch_reads
         params = (tuple(o for o in outputs if o in needed)
                   + tuple(sorted(needed - set(outputs))))
-        if not node.orelse:
-            assert set(outputs) <= set(params), (outputs, params)
         namer = self.ctx.namer
+        # A name a closure reads lives in a cell the branches update in place; each
+        # branch starts by resetting it from a copy, since a traced `if` traces both.
+        captured = tuple(sorted(modified & self.captured))
+        copies = {n: namer.new(n) for n in captured}
+        params = tuple(p for p in params if p not in captured) + captured
+        param_names = tuple(copies.get(p, p) for p in params)
         true_fn = namer.new("if_true")
-        stmts = _BRANCH.substitute(node, NAME=true_fn, PARAMS=params, BODY=node.body,
+        stmts = _BRANCH.substitute(node, NAME=true_fn, PARAMS=param_names,
+                                   BODY=shared_cells(captured, copies, node) + node.body,
                                    OUTPUTS=outputs)
-        if node.orelse:
+        if node.orelse or captured:
             false_fn = namer.new("if_false")
-            stmts += _BRANCH.substitute(node, NAME=false_fn, PARAMS=params,
-                                        BODY=node.orelse, OUTPUTS=outputs)
+            stmts += _BRANCH.substitute(node, NAME=false_fn, PARAMS=param_names,
+                                        BODY=shared_cells(captured, copies, node) + node.orelse,
+                                        OUTPUTS=outputs)
             false_ref = templates.name(false_fn)
         else:
             false_ref = templates.literal(None)

@@ -23,15 +23,16 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, activity
 from autograph.anno import Anno
 from autograph.context import Context
-from .if_statements import FunctionScopes, mark_generated, state_init
+from .if_statements import FunctionScopes, mark_generated, shared_cells, state_init
 
 NODES = (gast.While,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
 
 _FUNCS = templates.Template("""
-    def TEST_FN(STATE):
+    def TEST_FN(PARAMS):
+        SHARED
         return TEST
-    def BODY_FN(STATE):
+    def BODY_FN(PARAMS):
         BODY
         return STATE
 """)
@@ -62,6 +63,13 @@ def carried(node, locals_: frozenset, extra_reads=frozenset()) -> tuple[str, ...
     return tuple(sorted(modified & head))
 
 
+def cell_params(state, captured, namer, origin):
+    """Loop function parameters; captured names arrive as copies put into their cells."""
+    copies = {n: namer.new(n) for n in state if n in captured}
+    params = tuple(copies.get(n, n) for n in state)
+    return params, shared_cells(tuple(copies), {n: copies[n] for n in copies}, origin)
+
+
 class _Transformer(FunctionScopes):
     def visit_While(self, node: gast.While):
         node.body = self._block(node.body)
@@ -70,8 +78,12 @@ class _Transformer(FunctionScopes):
         state = carried(node, self.locals, activity.expression_scope(node.test).reads)
         namer = self.ctx.namer
         test_fn, body_fn = namer.new("loop_test"), namer.new("loop_body")
-        stmts = mark_generated(_FUNCS.substitute(node, TEST_FN=test_fn, BODY_FN=body_fn,
-                                                 STATE=state, TEST=node.test, BODY=body))
+        params, shared = cell_params(state, self.captured, namer, node)
+        stmts = mark_generated(_FUNCS.substitute(
+            node, TEST_FN=test_fn, BODY_FN=body_fn, PARAMS=params, STATE=state, TEST=node.test,
+            SHARED=shared or [gast.Pass()], BODY=shared + body))
+        if not shared:  # no `pass` line in the generated test function
+            stmts[0].body = stmts[0].body[1:]
         init = state_init(state, anno.get(node, Anno.DEFINED_IN), node)
         common = dict(TEST_FN=test_fn, BODY_FN=body_fn)
         if not state and opts is None:

@@ -93,7 +93,7 @@ def statement(node, live_out: frozenset) -> frozenset:
     return live_in
 
 
-def _closure_reads(node: gast.FunctionDef) -> frozenset:
+def closure_reads(node: gast.FunctionDef) -> frozenset:
     """Names of ``node`` that a nested user function or lambda reads.
 
     A closure may run at any later point (or after ``node`` returns), so
@@ -116,7 +116,7 @@ _exit_live = [frozenset()]
 
 
 def analyze_function(node: gast.FunctionDef) -> None:
-    exit_live = _closure_reads(node)
+    exit_live = closure_reads(node)
     _exit_live.append(exit_live)
     try:
         block(node.body, exit_live)
