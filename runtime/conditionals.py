@@ -11,7 +11,7 @@ from jax import lax
 from autograph import errors
 from . import state as st
 from .conditions import condition
-from .values import (UndefinedReturn, describe, is_python_number, is_traced,
+from .values import (UndefinedReturn, staging, describe, is_python_number, is_traced,
                             is_undefined)
 
 _RETVAL = re.compile(r"^retval(_\d+)?$")
@@ -153,7 +153,8 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
         return run
 
     try:
-        arrays = lax.cond(pred, first(true_fn, "t"), first(false_fn, "f"))
+        with staging():
+            arrays = lax.cond(pred, first(true_fn, "t"), first(false_fn, "f"))
     except Exception as e:
         raised = [k for k, r in records.items() if isinstance(r, _Raised)]
         if raised:
@@ -172,7 +173,8 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
             return _cast(_run(fn, init, len(names)), spec)
         return run
 
-    arrays = lax.cond(pred, second(true_fn), second(false_fn))
+    with staging():
+        arrays = lax.cond(pred, second(true_fn), second(false_fn))
     return _rebuild(spec, arrays)
 
 
@@ -232,7 +234,8 @@ def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key
         return _cast(_run(other_fn, init, len(names)), spec)
 
     branches = (failing, working) if raised_key == "t" else (working, failing)
-    arrays = lax.cond(pred, *branches)
+    with staging():
+        arrays = lax.cond(pred, *branches)
     return _rebuild(spec, arrays)
 
 

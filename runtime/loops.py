@@ -34,7 +34,7 @@ from .conditionals import if_stmt
 from .conditions import condition
 from .iterables import (TracedRange, _Seq, _TracedSeq, _as_seq, enumerate_, range_,
                         reversed_, zip_)
-from .values import Tracer, is_traced, is_undefined
+from .values import Tracer, is_traced, is_undefined, staging
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
 
@@ -90,7 +90,8 @@ def _staged_while(test, body, state, names, opts, loop="while"):
         return jnp.asarray(c, dtype=bool)
 
     if maximum is None:
-        final = lax.while_loop(cond_arrays, body_arrays, carry.arrays)
+        with staging():
+            final = lax.while_loop(cond_arrays, body_arrays, carry.arrays)
         return carry.unflatten(final, final=True)
 
     if _stabilize(carry, jax.eval_shape(body_arrays, carry.arrays)):
@@ -100,7 +101,8 @@ def _staged_while(test, body, state, names, opts, loop="while"):
         keep = cond_arrays(arrays)
         return lax.cond(keep, body_arrays, lambda a: list(a), arrays), None
 
-    final, _ = lax.scan(step, carry.arrays, None, length=int(maximum))
+    with staging():
+        final, _ = lax.scan(step, carry.arrays, None, length=int(maximum))
     return carry.unflatten(final, final=True)
 
 
@@ -272,12 +274,14 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
             _stabilize(carry, jax.eval_shape(probe, carry.arrays))
 
     try:
-        final, grown = lax.scan(step, carry.arrays, (ks, xs))
+        with staging():
+            final, grown = lax.scan(step, carry.arrays, (ks, xs))
     except TypeError as e:
         if "carry" not in str(e):
             raise
         _stabilize(carry, jax.eval_shape(lambda a: one(a, ks[0], x0)[0], carry.arrays))
-        final, grown = lax.scan(step, carry.arrays, (ks, xs))
+        with staging():
+            final, grown = lax.scan(step, carry.arrays, (ks, xs))
     values = list(carry.unflatten(final, final=True))
     for (i, base_len), items in zip(lists.items(), grown):
         if items:

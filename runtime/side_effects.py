@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograph import errors
-from .values import Tracer, is_traced
+from .values import Tracer, is_staging, is_traced
 
 
 def _has_tracer(values) -> bool:
@@ -23,8 +23,9 @@ def print_(*values, sep: str | None = " ", end: str | None = "\n", file=None, fl
     ``file``, each traced value shown as its concrete array. Prints are ordered
     with each other (``jax.debug.callback(..., ordered=True)``).
     """
-    if not _has_tracer(values):
+    if not _has_tracer(values) and not is_staging():
         return builtins.print(*values, sep=sep, end=end, file=file, flush=flush)
+    # in a staged branch or loop body even Python values print when the step runs
     _print_at_run_time(values, sep=sep, end=end, file=file, flush=flush)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import jax
 import numpy as np
 
@@ -60,6 +63,26 @@ class UndefinedReturn(Undefined):
 
     def __init__(self):
         super().__init__("return value")
+
+
+_STAGING = threading.local()
+
+
+@contextlib.contextmanager
+def staging():
+    """Marks the tracing of a staged branch or loop body (see ``is_staging``)."""
+    depth = getattr(_STAGING, "depth", 0)
+    _STAGING.depth = depth + 1
+    try:
+        yield
+    finally:
+        _STAGING.depth = depth
+
+
+def is_staging() -> bool:
+    """Whether code runs inside a staged branch or loop body: once per trace,
+    for what runs on every step at run time (so side effects go to run time)."""
+    return getattr(_STAGING, "depth", 0) > 0
 
 
 def is_traced(x) -> bool:

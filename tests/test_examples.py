@@ -139,9 +139,6 @@ def test_fizzbuzz(capsys):
     assert "   count = 5" in out and "   count = 6" in out and "traced 1x" in out
 
 
-@pytest.mark.xfail(reason="library bug: the converted print of Python-only arguments "
-                          "(print('Fizz')) in a staged branch prints once while tracing, "
-                          "not at run time", strict=False)
 def test_fizzbuzz_compiled_prints_like_python(capsys):
     _, out = run_main(capsys, "fizzbuzz", ["5"])
     sections = _sections(out)
