@@ -49,6 +49,25 @@ def _user_stacklevel() -> int:
     return 2
 
 
+_SIMPLE_TYPES = frozenset({_ARRAY_IMPL, bool, int, float, complex, str, type(None), np.ndarray})
+
+
+def _type_key(value):
+    """What decides how an argument is passed to jax.jit: its type (and pytree shape)."""
+    t = type(value)
+    if t in _SIMPLE_TYPES or t in (list, dict):
+        return t  # lists and dicts are unhashable: never static, whatever they hold
+    leaves, treedef = jax.tree_util.tree_flatten(value)
+    if isinstance(value, tuple):  # hashable: static when it holds no arrays
+        return t, treedef, tuple(map(type, leaves))
+    return t, treedef
+
+
+def _is_container(value) -> bool:
+    return not isinstance(value, (*_ARRAYS, *_SCALARS)) and not jax.tree_util.treedef_is_leaf(
+        jax.tree_util.tree_structure(value))
+
+
 def _mixed_container(value) -> bool:
     """A container holding a non-array leaf (a Python number, a string, ...)."""
     leaves = jax.tree_util.tree_leaves(value)
@@ -114,6 +133,12 @@ class Function(functools.partial):
         self._n_positional = len(params) if simple else -1
         self._canonicalize = self._signature is not None and not any(
             p.kind is p.VAR_POSITIONAL for p in params)
+        defaults = [p.default for p in params if p.default is not p.empty and p.kind in (
+            p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self._default_tail = tuple(defaults) if simple else ()
+        self._n_required = (len(params) - len(defaults)) if simple else -1
+        self._by_types: dict = {}
+        self._flat_keys: set = set()
         self._positional_jit_options = bool(
             {"in_shardings", "donate_argnums", "donate_argnames"} & set(jit_kwargs)) or bool(
             jit_kwargs.get("static_argnums")) or bool(jit_kwargs.get("static_argnames"))
@@ -137,6 +162,11 @@ class Function(functools.partial):
         traced.__qualname__ = self._name
         self._traced = traced
         self._jit = self._variant((), ())
+        self._with_defaults = {}
+        for n in range(max(self._n_required, 0), max(self._n_positional, 0)):
+            tail = self._default_tail[n - self._n_required:]
+            statics = tuple(n + i for i, v in enumerate(tail) if self._is_static(v))
+            self._with_defaults[n] = self._variant(statics, ())
         self._flat_jit = jax.jit(self._run_flat, static_argnums=1,
                                  **{k: v for k, v in jit_kwargs.items() if k == "out_shardings"})
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
@@ -173,15 +203,20 @@ class Function(functools.partial):
                 return out
             return entry
 
+        n_required, tail, with_defaults = self._n_required, self._default_tail, self._with_defaults
+
         def entry(first=_NO_ARG, /, *rest, **kwargs):
             if type(first) is array_type and not rest and not kwargs and n_positional == 1:
                 return jit(first)  # the commonest call: one array, no Python frame more
             args = rest if first is _NO_ARG else (first,) + rest
-            if not kwargs and len(args) == n_positional:
+            if not kwargs and n_required <= len(args) <= n_positional:
                 for a in args:
                     if type(a) is not array_type:
                         return general(args, kwargs)
-                return jit(*args)  # all arrays: straight to jax.jit's C++ path
+                if len(args) == n_positional:
+                    return jit(*args)  # all arrays: straight to jax.jit's C++ path
+                # defaults left out: the variant an explicit call would use, too
+                return with_defaults[len(args)](*args, *tail[len(args) - n_required:])
             return general(args, kwargs)
         return entry
 
@@ -203,18 +238,42 @@ class Function(functools.partial):
         if self.input_signature is not None:
             args, kwargs = self._check_signature(args, kwargs, skip=1 if bound else 0)
         if self._canonicalize:
-            try:
-                ba = self._signature.bind(*args, **kwargs)
-            except TypeError as e:
-                raise TypeError(f"`{self._name}`: {e}") from None
-            ba.apply_defaults()
-            args, kwargs = ba.args, ba.kwargs
-        if not kwargs and all(isinstance(a, _ARRAYS) for a in args):
-            return self._jit(*args)
-        if not self._positional_jit_options and any(
-                _mixed_container(a) for a in list(args) + list(kwargs.values())):
+            args, kwargs = self._canonical(args, kwargs)
+        if not kwargs:
+            for a in args:
+                if not isinstance(a, _ARRAYS):
+                    break
+            else:
+                return self._jit(*args)
+        key = (tuple(map(_type_key, args)), tuple((k, _type_key(v)) for k, v in kwargs.items()))
+        if key in self._flat_keys:
             return self._call_flat(args, kwargs)
-        return self._for(args, kwargs)(*args, **kwargs)
+        jitted = self._by_types.get(key)
+        if jitted is None:  # static or dynamic follows from the types (and pytree structures)
+            jitted = self._by_types[key] = self._for(args, kwargs)
+        traces = self._traces
+        try:
+            return jitted(*args, **kwargs)
+        except (TypeError, jax.errors.ConcretizationTypeError):
+            # A container holding Python values that the function needs as such
+            # (a string, an int used as a shape): key the cache on their values.
+            if self._positional_jit_options or not any(
+                    _mixed_container(a) for a in list(args) + list(kwargs.values())):
+                raise
+            self._flat_keys.add(key)
+            self._traces = traces  # that attempt was ours, not a trace of the user's
+            return self._call_flat(args, kwargs)
+
+    def _canonical(self, args, kwargs):
+        """One form per call: defaults filled in, keyword arguments by position."""
+        if not kwargs and self._n_required <= len(args) <= self._n_positional:
+            return args + self._default_tail[len(args) - self._n_required:], kwargs
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"`{self._name}`: {e}") from None
+        bound.apply_defaults()
+        return bound.args, bound.kwargs
 
     def _call_flat(self, args, kwargs):
         """Calls with Python values inside containers: each keys the cache by value."""

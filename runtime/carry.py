@@ -221,6 +221,11 @@ class _TrackedList(list):
     del _name, _reading
 
 
+# To JAX (jax.grad of a function of the list, optax, tree_map) it is a list.
+jax.tree_util.register_pytree_node(
+    _TrackedList, lambda xs: (list(list.__iter__(xs)), None), lambda _, children: list(children))
+
+
 def _prepare(values, names, loop, step, may_skip: bool):
     """Resolves unassigned variables before staging a loop."""
     undefined = _undefined_names(values, names)

@@ -15,6 +15,7 @@ import collections
 import json
 import os
 import random
+import signal
 import sys
 import time
 
@@ -39,15 +40,25 @@ def program_and_inputs(seed: int, exclude=()):
     return prog, inputs
 
 
+class Timeout(BaseException):
+    """A program ran too long (a BaseException: the harness catches Exception)."""
+
+
+def _alarm(signum, frame):
+    raise Timeout()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--out", default="-")
     ap.add_argument("--clear-every", type=int, default=200)
+    ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--exclude", default="", help="comma-separated grammar features to leave out")
     args = ap.parse_args(argv)
     import jax
+    signal.signal(signal.SIGALRM, _alarm)
 
     programs = harness.ProgramDir()
     counts = collections.Counter()
@@ -57,15 +68,21 @@ def main(argv=None):
         for seed in range(args.start, args.start + args.count):
             prog, inputs = program_and_inputs(seed, [e for e in args.exclude.split(",") if e])
             t = time.time()
+            signal.alarm(args.timeout)
             try:
                 outcome = harness.check_source(prog.source, inputs, programs)
+            except Timeout:
+                outcome = harness.Outcome("timeout", f"over {args.timeout}s", "timeout",
+                                          prog.source)
             except Exception as e:  # noqa: BLE001 - a harness bug; record it
                 outcome = harness.Outcome("harness-error", repr(e), "harness", prog.source)
+            finally:
+                signal.alarm(0)
             counts[outcome.kind] += 1
             rec = {"seed": seed, "kind": outcome.kind, "detail": outcome.detail,
                    "signature": outcome.signature, "secs": round(time.time() - t, 3),
                    "maybe_reads": prog.maybe_reads}
-            if outcome.kind in ("failure", "refused", "harness-error", "both_raised"):
+            if outcome.kind in ("failure", "refused", "harness-error", "both_raised", "timeout"):
                 rec["source"] = prog.source
                 rec["inputs"] = outcome.inputs
             sink.write(json.dumps(rec) + "\n")

@@ -492,7 +492,7 @@ class Generator:
             bound = "n"
         extra = ""
         if ch.flip(0.25):
-            extra = f" and {self.cond(env, 1)}"
+            extra = f" and ({self.cond(env, 1)})"
         inc_first = ch.flip(0.5)
         down = ch.flip(0.3)
         if down:
