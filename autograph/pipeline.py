@@ -40,7 +40,7 @@ def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = Tru
     for converter in passes:
         if not present.intersection(converter.NODES):
             continue  # nothing for this pass to rewrite
-        analysis.run(node, converter.REQUIRES)
+        analysis.run(node, converter.REQUIRES, converter.NODES)
         node = converter.transform(node, ctx)
         present |= set(getattr(converter, "EMITS", ()))
     return node

@@ -102,7 +102,9 @@ class FunctionScopes(gast.NodeTransformer):
         return self._captured[-1]
 
     def visit_FunctionDef(self, node):
-        captured = liveness.closure_reads(node)
+        captured = anno.get(node, Anno.CLOSURE_READS)
+        if captured is None:
+            captured = liveness.closure_reads(node)
         if anno.get(node, Anno.GENERATED) and self._captured:
             captured |= self._captured[-1]
         self._locals.append(activity.function_locals(node))

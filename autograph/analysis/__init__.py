@@ -19,7 +19,22 @@ class Analysis(enum.Enum):
     DEFINITIONS = "which local names may be bound when a statement starts"
 
 
-def run(tree: gast.AST, requires: Iterable[Analysis]) -> None:
+def _directly_contains(fn: gast.FunctionDef, kinds: tuple) -> bool:
+    """Whether ``fn``'s own body (not a nested function's) holds a node of ``kinds``."""
+    stack = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kinds):
+            return True
+        if isinstance(node, (gast.FunctionDef, gast.ClassDef, gast.Lambda)):
+            continue
+        stack.extend(gast.iter_child_nodes(node))
+    return False
+
+
+def run(tree: gast.AST, requires: Iterable[Analysis], kinds: tuple | None = None) -> None:
+    """Analyses every function in ``tree``, or only those whose own body holds
+    a node of ``kinds`` (what the pass about to run rewrites)."""
     from autograph.analysis import activity, definitions, liveness
 
     requires = set(requires)
@@ -28,7 +43,8 @@ def run(tree: gast.AST, requires: Iterable[Analysis]) -> None:
     activity._memo = {}
     try:
         for node in gast.walk(tree):
-            if isinstance(node, gast.FunctionDef):
+            if isinstance(node, gast.FunctionDef) and (
+                    kinds is None or _directly_contains(node, kinds)):
                 activity.analyze_function(node)  # liveness and definitions build on it
                 if Analysis.LIVENESS in requires:
                     liveness.analyze_function(node)

@@ -117,6 +117,7 @@ _exit_live = [frozenset()]
 
 def analyze_function(node: gast.FunctionDef) -> None:
     exit_live = closure_reads(node)
+    anno.set(node, Anno.CLOSURE_READS, exit_live)
     _exit_live.append(exit_live)
     try:
         block(node.body, exit_live)
