@@ -26,7 +26,8 @@ import numpy as np
 
 from autograph import api, errors
 from autograph import modes
-from autograph.specs import TensorSpec
+from autograph.concrete import (ConcreteFunction, _BoundConcreteFunction, _as_spec,
+                                _check_spec, _describe)
 
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
 _ARRAY_IMPL = type(jax.numpy.zeros(()))  # the exact type, checked without an ABC lookup
@@ -80,12 +81,6 @@ def _unset(*args, **kwargs):  # pragma: no cover - replaced in Function.__new__
     raise AssertionError("Function is not set up")
 
 
-def _describe(value) -> str:
-    if isinstance(value, (jax.Array, jax.ShapeDtypeStruct)) or hasattr(value, "aval"):
-        return f"{np.dtype(value.dtype).name}{list(np.shape(value))}"
-    if isinstance(value, _ARRAYS):
-        return f"{np.asarray(value).dtype.name}{list(np.shape(value))}"
-    return repr(value)
 
 
 class Function(functools.partial):
@@ -486,147 +481,6 @@ class _BoundFunction:
     @property
     def python_function(self):
         return self._function.python_function.__get__(self._obj)
-
-
-class _BoundConcreteFunction:
-    """A method's concrete function: called without ``self``."""
-
-    def __init__(self, concrete: "ConcreteFunction", obj):
-        self._concrete, self._obj = concrete, obj
-        args, kwargs = concrete.structured_input_signature
-        self.structured_input_signature = (args[1:], kwargs)
-
-    def __call__(self, *args, **kwargs):
-        return self._concrete(self._obj, *args, **kwargs)
-
-    @property
-    def jaxpr(self):
-        return self._concrete.jaxpr
-
-    def as_text(self) -> str:
-        return self._concrete.as_text()
-
-
-class ConcreteFunction:
-    """One trace of a ``Function``: callable, with its jaxpr and StableHLO.
-
-    Attributes:
-      structured_input_signature: ``(args, kwargs)`` of specs and static values.
-    """
-
-    def __init__(self, function: Function, args: tuple, kwargs: dict):
-        self._function = function
-        self._name = function._name
-        self.structured_input_signature = (args, kwargs)
-        self._jitted = function._for(args, kwargs)
-        self._symbolic = any(isinstance(a, TensorSpec) and None in a.declared_shape
-                             for a in list(args) + list(kwargs.values()))
-        self._traced = self._jitted.trace(*args, **kwargs)
-        self._lowered = self._traced.lower()
-        self._compiled = None if self._symbolic else self._lowered.compile()
-        self._exported = None
-
-    @property
-    def jaxpr(self):
-        """The ``ClosedJaxpr`` of this trace."""
-        return self._traced.jaxpr
-
-    def as_text(self) -> str:
-        """The StableHLO text of this trace."""
-        return self._lowered.as_text()
-
-    def __call__(self, *args, **kwargs):
-        specs, kwspecs = self.structured_input_signature
-        args, kwargs = self._positional(args, kwargs, len(specs), set(kwspecs))
-        checked = [_check_spec(self._name, self._function._arg_name(i), s, a)
-                   for i, (s, a) in enumerate(zip(specs, args))]
-        checked_kw = {k: _check_spec(self._name, f"`{k}`", kwspecs[k], v) for k, v in kwargs.items()}
-        if self._compiled is not None:
-            dynamic = [a for s, a in zip(specs, checked) if _is_spec_tree(s)]
-            dyn_kw = {k: v for k, v in checked_kw.items() if _is_spec_tree(kwspecs[k])}
-            return self._compiled(*dynamic, **dyn_kw)
-        if self._exported is None:  # one symbolic trace serves every size
-            self._exported = jax.export.export(self._jitted)(*specs, **kwspecs)
-        return self._exported.call(*checked, **checked_kw)
-
-    def _positional(self, args, kwargs, n, kwnames):
-        """Maps keyword arguments of the traced positional parameters to positions."""
-        extra = set(kwargs) - kwnames
-        sig = self._function._signature
-        if extra and sig is not None:
-            try:
-                bound = sig.bind_partial(*args, **{k: kwargs[k] for k in extra})
-            except TypeError as e:
-                raise TypeError(f"concrete function of `{self._name}`: {e}") from None
-            names = list(sig.parameters)[:n]
-            if all(k in bound.arguments for k in names):
-                args = tuple(bound.arguments[k] for k in names)
-                kwargs = {k: v for k, v in kwargs.items() if k not in extra}
-        if len(args) != n or set(kwargs) != kwnames:
-            specs = self.structured_input_signature[0]
-            raise TypeError(f"concrete function of `{self._name}` takes {n} positional "
-                            f"arguments {list(specs)}; got {len(args)}")
-        return args, kwargs
-
-    def __repr__(self) -> str:
-        return f"<ConcreteFunction {self._name}{self.structured_input_signature[0]}>"
-
-
-def _is_spec_tree(spec) -> bool:
-    return any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree_util.tree_leaves(
-        spec, is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct)))
-
-
-def _check_spec(fname, name, spec, value):
-    """Checks ``value`` against ``spec`` (a spec, a pytree of specs, or a Python value).
-
-    Returns ``value``, with Python numbers turned into arrays of the spec's dtype.
-    """
-    if isinstance(spec, jax.ShapeDtypeStruct):
-        return _check_leaf_spec(fname, name, spec, value)
-    if _is_spec_tree(spec):
-        is_spec = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
-        spec_leaves, spec_tree = jax.tree_util.tree_flatten(spec, is_leaf=is_spec)
-        value_leaves, value_tree = jax.tree_util.tree_flatten(value)
-        if spec_tree != value_tree:
-            raise ValueError(f"argument {name} of `{fname}` must have the structure of its "
-                             f"signature {spec!r}; got {value!r}")
-        checked = [_check_spec(fname, f"{name}[{i}]", s, v)
-                   for i, (s, v) in enumerate(zip(spec_leaves, value_leaves))]
-        return jax.tree_util.tree_unflatten(value_tree, checked)
-    if not (value is spec or value == spec):
-        raise ValueError(f"argument {name} of `{fname}` was traced with the Python value "
-                         f"{spec!r}; got {value!r}")
-    return value
-
-
-def _check_leaf_spec(fname, name, spec, value):
-    if not isinstance(spec, TensorSpec):
-        spec = TensorSpec(spec.shape, spec.dtype)
-    converted = value
-    if isinstance(value, (bool, int, float, complex)):
-        converted = np.asarray(value, dtype=spec.dtype)
-        if np.asarray(value).dtype.kind not in ("b", "i", "u", "f", "c") or converted != value:
-            raise TypeError(f"argument {name} of `{fname}` must match {spec!r}; got the Python "
-                            f"{type(value).__name__} {value!r}")
-    elif not isinstance(value, (*_ARRAYS, jax.ShapeDtypeStruct)) and not hasattr(value, "dtype"):
-        raise TypeError(f"argument {name} of `{fname}` must be an array matching {spec!r}; "
-                        f"got {type(value).__name__} {value!r}")
-    why = spec.mismatch(converted)
-    if why is not None:
-        error = TypeError if why.startswith("dtype") else ValueError
-        raise error(f"argument {name} of `{fname}` does not match its signature: expected "
-                    f"{spec!r}, got {_describe(converted)} ({why})")
-    return converted
-
-
-def _as_spec(value):
-    if isinstance(value, jax.ShapeDtypeStruct):
-        return value
-    if isinstance(value, _ARRAYS):
-        return TensorSpec(np.shape(value), np.asarray(value).dtype if not hasattr(value, "dtype")
-                          else value.dtype)
-    return value
 
 
 def _hashable(value) -> bool:

@@ -19,9 +19,9 @@ import builtins
 import gast
 
 from autograph import templates
-from autograph.analysis import Analysis, activity
+from autograph.analysis import Analysis
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.scopes import LocalNamesTransformer
 
 NODES = (gast.Call,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
@@ -62,24 +62,9 @@ def _root(node):
     return node
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-        self._locals = []
-        self._class_cell = []
-
-    def visit_FunctionDef(self, node):
-        self._locals.append(activity.function_locals(node))
-        try:
-            return self.generic_visit(node)
-        finally:
-            self._locals.pop()
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
-
+class _Transformer(LocalNamesTransformer):
     def _is_library(self, func) -> bool:
-        local = self._locals[-1] if self._locals else frozenset()
+        local = self.locals
         if isinstance(func, gast.Name):
             return func.id in BUILTIN_NAMES and func.id not in local
         if isinstance(func, gast.Attribute):
@@ -93,7 +78,7 @@ class _Transformer(gast.NodeTransformer):
         self.generic_visit(node)
         func = node.func
         if (isinstance(func, gast.Name) and func.id == "super" and not node.args
-                and self.ctx.super_args is not None and len(self._locals) == 1):
+                and self.ctx.super_args is not None and self.depth == 1):
             node.args = [templates.name(a) for a in self.ctx.super_args]
             return node
         if not self.ctx.recursive or self._is_library(func):

@@ -12,34 +12,20 @@ from __future__ import annotations
 import gast
 
 from autograph import templates
-from autograph.analysis import Analysis, activity
+from autograph.analysis import Analysis
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.scopes import LocalNamesTransformer
 
 NODES = (gast.Call,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-        self._locals = []
-
-    def visit_FunctionDef(self, node):
-        self._locals.append(activity.function_locals(node))
-        try:
-            return self.generic_visit(node)
-        finally:
-            self._locals.pop()
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
-
+class _Transformer(LocalNamesTransformer):
     def visit_Call(self, node: gast.Call):
         self.generic_visit(node)
         func = node.func
         if (isinstance(func, gast.Name) and func.id == "print"
-                and not (self._locals and "print" in self._locals[-1])):
+                and "print" not in self.locals):
             node.func = gast.copy_location(
                 gast.Attribute(value=templates.name("ag__"), attr="print_", ctx=gast.Load()), func)
         return node
