@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .conditionals import if_exp
 from .conditions import condition
 from .values import is_traced
 
@@ -19,23 +20,33 @@ def and_(left, right_thunk):
 
         return right_thunk() if left else left
 
-    When ``left`` is traced, both sides are evaluated and combined with
-    ``jnp.logical_and``; each must then be a single value.
+    When ``left`` is traced, both sides are evaluated and the result is
+    chosen with ``lax.cond`` (like ``a if c else b``): ``right`` where
+    ``left`` is true, else ``left``, with JAX's type promotion. For two
+    booleans this is ``jnp.logical_and``.
     """
     c = _truth(left, "and")
     if not is_traced(c):
         return right_thunk() if c else left
-    right = right_thunk()
-    return jnp.logical_and(c, _truth(right, "and"))
+    return _choose(c, right_thunk(), left)
 
 
 def or_(left, right_thunk):
-    """``left or right_thunk()``; see :func:`and_`."""
+    """``left or right_thunk()``: ``left if left else right_thunk()``; see :func:`and_`."""
     c = _truth(left, "or")
     if not is_traced(c):
         return left if c else right_thunk()
-    right = right_thunk()
-    return jnp.logical_or(c, _truth(right, "or"))
+    return _choose(c, left, right_thunk())
+
+
+def _choose(c, if_true, if_false):
+    if _is_bool(if_true) and _is_bool(if_false):
+        return jnp.where(c, if_true, if_false)
+    return if_exp(c, lambda: if_true, lambda: if_false)
+
+
+def _is_bool(x) -> bool:
+    return isinstance(x, bool) or getattr(x, "dtype", None) == jnp.bool_
 
 
 def not_(x):

@@ -43,12 +43,26 @@ class Undefined:
             fix=f"assign `{self.name}` before the `if` or loop that sets it, on every path")
 
     def __getattr__(self, attr):
-        if attr.startswith("__") and attr != "__jax_array__":
+        if attr.startswith("__"):
             raise AttributeError(attr)
         self._fail()
 
     __bool__ = __len__ = __iter__ = __call__ = __getitem__ = __index__ = _fail
-    __int__ = __float__ = __complex__ = __array__ = __jax_array__ = _fail
+    __int__ = __float__ = __complex__ = __array__ = _fail
+
+    # JAX and NumPy look these up before converting a value; raising here (not
+    # AttributeError) makes any array function name the unassigned variable.
+    @property
+    def __jax_array__(self):
+        self._fail()
+
+    @property
+    def __array_interface__(self):
+        self._fail()
+
+    @property
+    def __array_priority__(self):
+        self._fail()
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _fail
     __pow__ = __rpow__ = __matmul__ = __rmatmul__ = __neg__ = __pos__ = __abs__ = _fail
