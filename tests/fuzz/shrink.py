@@ -16,11 +16,23 @@ import ast
 import copy
 import json
 import os
+import re
+import signal
 import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from tests.fuzz import harness  # noqa: E402
+
+class _Timeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+signal.signal(signal.SIGALRM, _alarm)
 
 _ATOMS = ("x", "v", "n", "0", "1", "1.0", "0.5", "-1.0", "a", "w", "k")
 
@@ -54,6 +66,24 @@ def _edit(src, fn):
     return out if out != src else None
 
 
+def _is_counter_step(st) -> bool:
+    return (isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name)
+            and re.fullmatch(r"i\d", st.target.id) is not None)
+
+
+def _protected(tree):
+    """ids of expressions whose edits could make a loop run forever."""
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.While):
+            for sub in ast.walk(node.test):
+                ids.add(id(sub))
+        if _is_counter_step(node):
+            for sub in ast.walk(node):
+                ids.add(id(sub))
+    return ids
+
+
 def candidates(src):
     tree = ast.parse(src)
     lists = list(_stmt_lists(tree))
@@ -62,6 +92,8 @@ def candidates(src):
         for i in range(n):
             def delete(tree, nodes, idx=idx, field=field, i=i):
                 lst = getattr(nodes[idx], field)
+                if _is_counter_step(lst[i]):
+                    return False
                 if isinstance(nodes[idx], ast.FunctionDef) and len(lst) == 1:
                     return False
                 del lst[i]
@@ -87,9 +119,17 @@ def candidates(src):
                     return False
                 st.orelse = []
             yield drop_else
-    # 3. replace expressions by a sub-expression or an atom
+    # 3. replace expressions by a sub-expression or an atom; `while c and extra` by `while c`
     nodes = list(ast.walk(tree))
     for idx, node in enumerate(nodes):
+        if isinstance(node, ast.While) and isinstance(node.test, ast.BoolOp):
+            def drop_extra(tree, nodes, idx=idx):
+                nodes[idx].test = nodes[idx].test.values[0]
+            yield drop_extra
+    protected = _protected(tree)
+    for idx, node in enumerate(nodes):
+        if id(node) in protected:
+            continue
         if not isinstance(node, ast.expr) or isinstance(node, ast.Name) and node.id in _ATOMS[:3]:
             continue
         if isinstance(node, (ast.Name, ast.Constant)) and not isinstance(
@@ -132,18 +172,25 @@ def candidates(src):
             yield replace
 
 
-def shrink(source, inputs, signature, *, log=None, max_checks=3000):
+def shrink(source, inputs, signature, *, log=None, max_checks=3000, progress=None,
+           valid=False):
     """The smallest (source, inputs) found whose outcome has ``signature``."""
     programs = harness.ProgramDir()
     checks = [0]
 
     def fails(src, ins):
         checks[0] += 1
+        signal.alarm(20)
         try:
             out = harness.check_source(src, [harness.make_inputs(*i) for i in ins], programs)
-        except Exception:  # noqa: BLE001 - e.g. a syntax error from an edit
+            if out.signature != signature:
+                return False
+            # `valid`: the program must run in plain Python on every input of the grid
+            return not valid or harness.plain_valid(programs.load(src))
+        except (Exception, _Timeout):  # noqa: BLE001 - e.g. a syntax error from an edit
             return False
-        return out.signature == signature
+        finally:
+            signal.alarm(0)
 
     try:
         assert fails(source, inputs), "the original does not fail with this signature"
@@ -155,19 +202,21 @@ def shrink(source, inputs, signature, *, log=None, max_checks=3000):
         changed = True
         while changed and checks[0] < max_checks:
             changed = False
-            for edit in candidates(source):
-                new = _edit(source, edit)
-                if new is None or len(new) >= len(source) + 0:
-                    if new is None or len(new) > len(source):
-                        continue
-                if fails(new, inputs):
+            i = 0
+            while checks[0] < max_checks:
+                edits = list(candidates(source))
+                if i >= len(edits):
+                    break
+                new = _edit(source, edits[i])
+                if new is not None and len(new) <= len(source) and fails(new, inputs):
                     source = new
                     changed = True
                     if log:
                         log(f"[{checks[0]}] {len(source)} chars")
-                    break
-                if checks[0] >= max_checks:
-                    break
+                    if progress:
+                        progress(source, inputs)
+                else:
+                    i += 1
         # simpler input values
         x, v, n = inputs[0]
         for cand in ([0.5, v, n], [1.0, v, n], [x, [1.0, 2.0, 3.0], n], [x, v, 0], [x, v, 1],
@@ -187,6 +236,9 @@ def main(argv=None):
     ap.add_argument("--all-distinct", action="store_true")
     ap.add_argument("--kind", default="failure")
     ap.add_argument("--max-checks", type=int, default=3000)
+    ap.add_argument("--valid", action="store_true",
+                    help="keep only programs that run in plain Python on every grid input")
+    ap.add_argument("--out", help="append results here (JSON lines), the best so far in OUT.wip")
     args = ap.parse_args(argv)
     recs = [json.loads(line) for line in open(args.jsonl)]
     todo = []
@@ -199,10 +251,19 @@ def main(argv=None):
                 seen.add(r["signature"])
                 todo.append(r)
     for r in todo:
+        def progress(src, ins, r=r):
+            if args.out:
+                with open(args.out + ".wip", "w") as fh:
+                    fh.write(f"# seed {r['seed']}: {r['signature']}\n{src}# inputs {ins}\n")
         src, ins = shrink(r["source"], [tuple(i) for i in r["inputs"]], r["signature"],
-                          log=lambda m: print(m, file=sys.stderr), max_checks=args.max_checks)
-        print(json.dumps({"seed": r["seed"], "signature": r["signature"], "source": src,
-                          "inputs": ins}))
+                          log=lambda m: print(m, file=sys.stderr), max_checks=args.max_checks,
+                          progress=progress, valid=args.valid)
+        line = json.dumps({"seed": r["seed"], "signature": r["signature"], "source": src,
+                           "inputs": ins})
+        print(line)
+        if args.out:
+            with open(args.out, "a") as fh:
+                fh.write(line + "\n")
         print(f"# seed {r['seed']}: {r['signature']}\n{src}# inputs {ins}\n", file=sys.stderr)
 
 
