@@ -70,15 +70,26 @@ class Chooser:
         raise NotImplementedError
 
     def flip(self, p: float) -> bool:
-        """True with probability ``p``; shrinks to False."""
-        return self.integer(0, 999) >= 1000 - int(round(p * 1000))
+        """True with probability ``p``; shrinks to False.
+
+        Draws stay within 0..99, where Hypothesis draws about uniformly (wider
+        ranges lean hard toward small values), and True is a band in the middle
+        (Hypothesis also favours the bounds of a range).
+        """
+        if p >= 0.01:
+            width = int(round(p * 100))
+            return 50 - width // 2 <= self.integer(0, 99) < 50 - width // 2 + width
+        if self.integer(0, 99) != 50:
+            return False
+        width = int(round(p * 10000))
+        return 50 - width // 2 <= self.integer(0, 99) < 50 - width // 2 + width
 
     def pick(self, options: Sequence, weights: Sequence[float] | None = None):
         if weights is None:
             return options[self.integer(0, len(options) - 1)]
-        scaled = [max(0, int(round(w * 10))) for w in weights]
-        total = sum(scaled)
-        r = self.integer(0, total - 1)
+        total_w = float(sum(weights))
+        scaled = [0 if w <= 0 else max(1, int(round(w * 100 / total_w))) for w in weights]
+        r = self.integer(0, sum(scaled) - 1)
         for opt, w in zip(options, scaled):
             if r < w:
                 return opt
@@ -143,7 +154,7 @@ _CMP = ("<", ">", "<=", ">=")
 
 
 class Generator:
-    def __init__(self, ch: Chooser, *, p_maybe: float = 0.005, max_depth: int = MAX_DEPTH,
+    def __init__(self, ch: Chooser, *, p_maybe: float = 0.0015, max_depth: int = MAX_DEPTH,
                  exclude=()):
         self.ch = ch
         self.exclude = frozenset(exclude)   # feature names to leave out, e.g. "value_boolop"
@@ -551,7 +562,7 @@ class Generator:
         ch = self.ch
         self.ret_kind = ch.pick(["f", "fv", "fi", "fvi"], [3, 2, 1.5, 1])
         env = Env(defs=set(PARAMS), maybe=set(PARAMS))
-        body, term = self.block(env, 0, 1, 6, kind="top")
+        body, term = self.block(env, 0, 2, 7, kind="top")
         if not term:
             body.append(f"return {self.ret_value(env)}")
         src = "def f(x, v, n):\n" + "".join(f"    {ln}\n" for ln in body)

@@ -1,0 +1,84 @@
+"""Differential fuzzing: random programs in plain Python vs ``jax.jit(autograph.convert(f))``.
+
+Programs come from the grammar in ``tests/fuzz/grammar.py``; each is written
+to a real file and imported, so conversion reads its source as it does for
+users. ``tests/fuzz/harness.py`` runs and classifies it (see there).
+
+Budget: ``AUTOGRAPH_FUZZ_EXAMPLES`` programs (default 200, about a minute;
+``make fuzz`` runs 10,000). The default budget is derandomized, so CI sees the
+same programs on every run; any other budget draws fresh programs
+(``AUTOGRAPH_FUZZ_SEED`` fixes them). A failure is shrunk by Hypothesis to a
+small program, printed with its inputs; add it to ``test_regressions.py``.
+
+For long campaigns that keep going past failures, see ``campaign.py``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import hypothesis.strategies as st
+from hypothesis import HealthCheck, given, seed, settings
+
+from tests.fuzz import grammar, harness
+
+DEFAULT_EXAMPLES = 200
+EXAMPLES = int(os.environ.get("AUTOGRAPH_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
+SEED = os.environ.get("AUTOGRAPH_FUZZ_SEED")
+MIN_CONVERTED = 0.90   # of the programs Python runs, the share converted rather than refused
+
+STATS: collections.Counter = collections.Counter()
+REFUSALS: collections.Counter = collections.Counter()
+_PROGRAMS = harness.ProgramDir()
+
+
+class _Shown(grammar.Program):
+    def __repr__(self):
+        return "\n" + self.source
+
+
+@st.composite
+def programs(draw):
+    chooser = grammar.Chooser()
+    chooser.integer = lambda lo, hi: draw(st.integers(lo, hi))
+    prog = grammar.generate(chooser)
+    return _Shown(prog.source, maybe_reads=prog.maybe_reads)
+
+
+_coord = st.one_of(st.floats(-3, 3, width=32), st.sampled_from([0.0, 1.0, -0.5, 2.0]))
+_inputs = st.tuples(_coord, st.lists(_coord, min_size=3, max_size=3), st.integers(0, 4))
+
+
+def _settings(fn):
+    fn = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                  derandomize=SEED is None and EXAMPLES == DEFAULT_EXAMPLES,
+                  suppress_health_check=list(HealthCheck), print_blob=False)(fn)
+    return seed(int(SEED))(fn) if SEED is not None else fn
+
+
+@_settings
+@given(prog=programs(), inputs=st.lists(_inputs, min_size=3, max_size=3))
+def test_converted_programs_match_python(prog, inputs):
+    input_sets = [harness.make_inputs(*i) for i in inputs]
+    outcome = harness.check_source(prog.source, input_sets, _PROGRAMS)
+    STATS[outcome.kind] += 1
+    if outcome.kind == "refused":
+        REFUSALS[outcome.signature] += 1
+    assert not outcome.failed, outcome.report()
+
+
+def test_most_programs_are_converted():
+    """At least 90% of the programs that run in Python are converted, not refused."""
+    ran = STATS["ok"] + STATS["skipped"] + STATS["refused"]
+    if ran < 50:
+        import pytest
+        pytest.skip("the fuzz test did not run enough programs")
+    converted = (STATS["ok"] + STATS["skipped"]) / ran
+    assert converted >= MIN_CONVERTED, (
+        f"only {converted:.1%} of {ran} programs converted; refusals: "
+        f"{REFUSALS.most_common()}")
+
+
+def teardown_module(module):
+    _PROGRAMS.cleanup()

@@ -1,0 +1,106 @@
+"""Minimal programs from failures the differential fuzzer found (tests/fuzz/test_fuzz.py).
+
+Each is checked by the fuzzer's own harness (plain Python vs the converted
+function, eagerly on NumPy values and under ``jax.jit``) and by a direct
+assertion of the expected behaviour. A test here fails for as long as the
+library has the bug; none is marked xfail or skip.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from tests.fuzz import harness
+
+X_POS = harness.make_inputs(1.5, [1.0, 2.0, 3.0], 2)
+X_NEG = harness.make_inputs(-1.5, [1.0, 2.0, 3.0], 2)
+X_ZERO = harness.make_inputs(0.0, [1.0, -2.0, 0.5], 3)
+
+
+def _check(fn, *input_sets):
+    outcome = harness.check_function(fn, input_sets)
+    assert not outcome.failed, outcome.report()
+    return outcome
+
+
+# ---------------------------------------------------------------------------
+# `and`/`or` on traced numbers returned a bool instead of an operand.
+# Fuzzer minimal program: `return x and x`; jit gave True where Python gives x.
+# (Fixed in 3ea4487.)
+
+
+def and_or_values(x, v, n):
+    a = x - x
+    return (a or x), (x and v.sum()), (a and x)
+
+
+def test_and_or_on_traced_numbers_return_an_operand():
+    _check(and_or_values, X_NEG, X_ZERO, X_POS)
+    got = jax.jit(autograph.convert(and_or_values))(*X_NEG)
+    np.testing.assert_allclose(np.asarray(got[0]), -1.5)
+    np.testing.assert_allclose(np.asarray(got[1]), 6.0)
+    np.testing.assert_allclose(np.asarray(got[2]), 0.0)
+
+
+# ---------------------------------------------------------------------------
+# An array function given an unassigned variable raised JAX's internal
+# "Triggering __jax_array__() during abstractification is no longer supported"
+# ValueError instead of UndefinedVariableError. (Fixed in 3ea4487.)
+
+
+def mean_of_unassigned(x, v, n):
+    if x > 0:
+        c = v
+    return jnp.mean(c)
+
+
+def test_array_function_of_unassigned_variable_raises_undefined_variable_error():
+    _check(mean_of_unassigned, X_NEG, X_POS)
+    with pytest.raises(autograph.UndefinedVariableError):
+        autograph.convert(mean_of_unassigned)(*X_NEG)
+
+
+# ---------------------------------------------------------------------------
+# Copying a variable that no path assigned (`b = c`) does not raise in
+# converted code: Python raises UnboundLocalError at the read, the converted
+# function (eager, on NumPy values) returns normally. Fuzzer minimal program
+# (seed 1002):
+#
+#     x -= x
+#     i1 = x
+#     while i1 < 2 and x - x > x + x:   # false: the body never runs
+#         c = x
+#         i1 += 1
+#     b = c                               # UnboundLocalError in Python
+#
+# Observed: convert(f)(x, v, n) returns; expected: UnboundLocalError
+# (UndefinedVariableError).
+
+
+def copy_of_unassigned_after_loop(x, v, n):
+    i = 0
+    while i < 2 and x > 0:
+        c = x
+        i += 1
+    b = c
+    return x
+
+
+def copy_of_unassigned_after_if(x, v, n):
+    if x > 0:
+        c = x
+    b = c
+    return x
+
+
+@pytest.mark.parametrize("fn", [copy_of_unassigned_after_loop, copy_of_unassigned_after_if])
+def test_copy_of_unassigned_variable_raises(fn):
+    with pytest.raises(UnboundLocalError):
+        fn(*X_NEG)
+    with pytest.raises(UnboundLocalError):  # UndefinedVariableError is one
+        autograph.convert(fn)(*X_NEG)
+    _check(fn, X_NEG, X_POS)
