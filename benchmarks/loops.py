@@ -10,7 +10,6 @@ written with ``lax`` by hand.
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import jax

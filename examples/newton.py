@@ -14,7 +14,6 @@ Run: ``python examples/newton.py``. Prints the converted code, then solves
 from __future__ import annotations
 
 import argparse
-import functools
 
 import jax
 import jax.numpy as jnp

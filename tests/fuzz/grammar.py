@@ -491,7 +491,7 @@ class Generator:
         # an increment after a final jump would be dead code (the loop exits anyway)
         lines = header + ["    " + ln for ln in list(prefix) + body + (list(suffix) if not term else [])]
         env.maybe |= b_env.maybe
-        if at_least_once and not loop.jumped and not term:
+        if at_least_once and not loop.jumped and not term and "after_loop_reads" not in self.exclude:
             env.defs |= b_env.defs
         return lines
 
