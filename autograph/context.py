@@ -26,3 +26,6 @@ class Context:
     # Flags set by lowered jumps (`did_break`, ...): a value left unassigned on
     # a path where one of them is set is never read, since the rest is guarded.
     jump_flags: set = dataclasses.field(default_factory=set)
+    # Names a converted `if` or loop may leave unassigned (it got ag__.Undefined):
+    # the user's later reads of them are checked, as Python checks every read.
+    maybe_undefined: set = dataclasses.field(default_factory=set)

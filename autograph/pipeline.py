@@ -10,7 +10,8 @@ from autograph.naming import Namer
 from autograph.converters import (assert_statements, break_statements, call_trees,
                                   conditional_expressions, continue_statements,
                                   for_statements, if_statements, logical_expressions,
-                                  print_calls, return_statements, while_statements)
+                                  print_calls, return_statements, undefined_reads,
+                                  while_statements)
 
 PASSES = (
     print_calls,              # print(...) -> ag__.print_, before call_trees would see it
@@ -23,8 +24,10 @@ PASSES = (
     while_statements,
     for_statements,
     conditional_expressions,  # `a if c else b` -> ag__.if_exp
-    logical_expressions,      # and/or/not on arrays -> ag__.and_/or_/not_; last, so it
-                              # also sees the `not did_break` tests the passes emit
+    logical_expressions,      # and/or/not on arrays -> ag__.and_/or_/not_; it also sees
+                              # the `not did_break` tests the passes emit
+    undefined_reads,          # reads of names a block may leave unassigned; last, after
+                              # every pass that records such names
 )
 
 

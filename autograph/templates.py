@@ -32,6 +32,8 @@ from typing import Any, Sequence
 
 import gast
 
+from autograph import anno
+
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _LOC_FIELDS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 
@@ -48,8 +50,10 @@ def literal(value: Any) -> gast.expr:
 
 
 def name(identifier: str, ctx: gast.AST | None = None) -> gast.Name:
-    return gast.Name(id=identifier, ctx=ctx or gast.Load(), annotation=None,
-                     type_comment=None)
+    """A name made by a converter (marked, so later passes can tell it from the user's)."""
+    node = gast.Name(id=identifier, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+    anno.set(node, anno.Anno.GENERATED, True)
+    return node
 
 
 def set_location(node: gast.AST, origin: gast.AST | None) -> None:

@@ -95,6 +95,7 @@ class _Transformer(FunctionScopes):
         if not state and extra is None:
             return stmts + _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn)
         init = state_init(state, anno.get(node, Anno.DEFINED_IN), node)
+        self.ctx.maybe_undefined.update(set(state) - anno.get(node, Anno.DEFINED_IN))
         common = dict(STATE=state, ITERABLE=iterable, BODY_FN=body_fn, INIT=init,
                       NAMES=templates.literal(state))
         if extra is None:

@@ -171,6 +171,9 @@ class _Transformer(FunctionScopes):
         else:
             false_ref = templates.literal(None)
         init = state_init(params, anno.get(node, Anno.DEFINED_IN), node)
+        # only what goes in as ag__.Undefined can come out unassigned
+        self.ctx.maybe_undefined.update(
+            (set(params) & set(outputs)) - anno.get(node, Anno.DEFINED_IN))
         # `exits=` matters only where an output may still be unbound (see the docstring)
         unbound = set(outputs) - anno.get(node, Anno.DEFINED_IN)
         exits = tuple(o for o in outputs if o in self.ctx.jump_flags) if unbound else ()

@@ -85,6 +85,7 @@ class _Transformer(FunctionScopes):
         if not shared:  # no `pass` line in the generated test function
             stmts[0].body = stmts[0].body[1:]
         init = state_init(state, anno.get(node, Anno.DEFINED_IN), node)
+        self.ctx.maybe_undefined.update(set(state) - anno.get(node, Anno.DEFINED_IN))
         common = dict(TEST_FN=test_fn, BODY_FN=body_fn)
         if not state and opts is None:
             return stmts + _CALL_NO_STATE.substitute(node, **common)

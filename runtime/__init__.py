@@ -9,10 +9,10 @@ from .conditionals import if_exp, if_stmt
 from .logical import and_, not_, or_
 from .loops import enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
 from .side_effects import assert_, print_
-from .values import Undefined, UndefinedReturn
+from .values import Undefined, UndefinedReturn, ld
 
 __all__ = [
     "converted_call", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
     "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
-    "UndefinedReturn", "print_", "assert_",
+    "UndefinedReturn", "print_", "assert_", "ld",
 ]

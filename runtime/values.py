@@ -34,7 +34,7 @@ class Undefined:
         where = self.where
         observed = f"no path through the code before this point assigns `{self.name}`"
         if where is not None:
-            observed = (f"the statement at line {where.lineno} does not assign `{self.name}` "
+            observed = (f"the statement at {where.short} does not assign `{self.name}` "
                         f"on the path that ran")
         raise errors.UndefinedVariableError(
             f"`{self.name}` is used before it is assigned",
@@ -97,6 +97,17 @@ def is_staging() -> bool:
     """Whether code runs inside a staged branch or loop body: once per trace,
     for what runs on every step at run time (so side effects go to run time)."""
     return getattr(_STAGING, "depth", 0) > 0
+
+
+def ld(value):
+    """Reads a variable a converted block may have left unassigned.
+
+    The semantics are those of reading a local in Python: an unassigned one
+    raises (``UndefinedVariableError``, an ``UnboundLocalError``).
+    """
+    if isinstance(value, Undefined):
+        value._fail()
+    return value
 
 
 def is_traced(x) -> bool:

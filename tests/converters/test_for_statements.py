@@ -80,7 +80,7 @@ def test_golden_target_live_after_loop_is_carried():
                 s = s + x
                 return (i, s)
             (i, s) = ag__.for_stmt(ag__.range_(3), loop_body, (ag__.Undefined('i'), s), names=('i', 's'))
-            return (s, i)
+            return (s, ag__.ld(i))
     """)
 
 

@@ -284,7 +284,7 @@ def test_golden_unbound_name_is_passed_as_undefined():
                 y = x
                 return (y,)
             (y,) = ag__.if_stmt(x > 0, if_true, None, (ag__.Undefined('y'),), names=('y',))
-            return y
+            return ag__.ld(y)
     """)
 
 
@@ -304,10 +304,10 @@ def test_golden_maybe_bound_name_is_passed_as_itself():
                 return (y,)
             (y,) = ag__.if_stmt(x > 0, if_true, None, (ag__.Undefined('y'),), names=('y',))
             def if_true_1(y):
-                y = y + 1
+                y = ag__.ld(y) + 1
                 return (y,)
             (y,) = ag__.if_stmt(x > 1, if_true_1, None, (y,), names=('y',))
-            return y
+            return ag__.ld(y)
     """)
 
 

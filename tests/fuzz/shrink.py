@@ -31,9 +31,6 @@ class _Timeout(BaseException):
 def _alarm(signum, frame):
     raise _Timeout()
 
-
-signal.signal(signal.SIGALRM, _alarm)
-
 _ATOMS = ("x", "v", "n", "0", "1", "1.0", "0.5", "-1.0", "a", "w", "k")
 
 
@@ -177,6 +174,7 @@ def shrink(source, inputs, signature, *, log=None, max_checks=3000, progress=Non
     """The smallest (source, inputs) found whose outcome has ``signature``."""
     programs = harness.ProgramDir()
     checks = [0]
+    signal.signal(signal.SIGALRM, _alarm)   # an edit may make a Python loop run forever
 
     def fails(src, ins):
         checks[0] += 1
