@@ -102,11 +102,14 @@ class FunctionScopes(gast.NodeTransformer):
         return self._captured[-1]
 
     def visit_FunctionDef(self, node):
-        captured = anno.get(node, Anno.CLOSURE_READS)
-        if captured is None:
-            captured = liveness.closure_reads(node)
         if anno.get(node, Anno.GENERATED) and self._captured:
-            captured |= self._captured[-1]
+            # a branch or loop body works on its user function's variables, whose
+            # captured set already counts the closures defined anywhere inside it
+            captured = self._captured[-1]
+        else:
+            captured = anno.get(node, Anno.CLOSURE_READS)
+            if captured is None:
+                captured = liveness.closure_reads(node)
         self._locals.append(activity.function_locals(node))
         self._captured.append(captured)
         try:
