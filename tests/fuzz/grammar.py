@@ -154,10 +154,20 @@ _CMP = ("<", ">", "<=", ">=")
 
 
 class Generator:
+    """Draws one program from the grammar.
+
+    ``p_maybe``: the chance that a read picks a variable some path leaves
+    unassigned (Python may raise ``UnboundLocalError``; autograph may refuse).
+    ``exclude``: features to leave out, for campaigns that look past a known
+    failure or measure a refusal category: ``"value_boolop"`` (``a or b`` on
+    numbers), ``"after_loop_reads"`` (reading, after a loop over a static
+    range or an array, what its body assigned).
+    """
+
     def __init__(self, ch: Chooser, *, p_maybe: float = 0.0015, max_depth: int = MAX_DEPTH,
                  exclude=()):
         self.ch = ch
-        self.exclude = frozenset(exclude)   # feature names to leave out, e.g. "value_boolop"
+        self.exclude = frozenset(exclude)
         self.p_maybe = p_maybe
         self.max_depth = max_depth
         self.ret_kind = None
@@ -537,7 +547,6 @@ class Generator:
                          [4, 1, 1, 1, 1, 0.7, 0.5])
             if "k" in it and "k" not in env.defs or "j" in it and "j" not in env.defs:
                 it = "range(n)"
-            at_least_once = it == "range(n + 1)" and False
             head = f"for {i} in {it}:"
         elif kind == "array":
             vec = ch.pick([self.vatom(env), "v", "jnp.sin(v)", "reversed(v)"], [3, 2, 0.5, 0.5])

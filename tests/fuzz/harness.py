@@ -19,7 +19,9 @@ The outcome of a program is one of
   (a legitimate refusal) on inputs where Python ran;
 * ``both_raised``: Python raised, and so did the converted function, with an
   ``AutographError`` or the same kind of Python error;
-* ``skipped``: the plain result overflowed;
+* ``skipped``: the plain result overflowed, or the two results differ but the
+  plain result itself moves beyond the tolerance when the inputs move by a
+  few ulps (a near tie, ``sin`` of a huge number): rounding decides;
 * ``failure``: anything else: a wrong value, a value where Python raised, an
   internal error (not an ``AutographError``), or an ``AutographError`` that
   does not name a line of the user's file.
@@ -178,8 +180,22 @@ def compare(got, want, rtol=RTOL, atol=ATOL) -> str | None:
     return None
 
 
-def _same_value(a, b) -> bool:
-    return compare(a, b, rtol=1e-6, atol=1e-7) is None
+def _unstable(f, args, want, tries: int = 6) -> bool:
+    """Whether the plain result moves beyond tolerance when the inputs move a few ulps.
+
+    Such a result (a near tie in a comparison, `sin` of a huge number) depends
+    on rounding, which legitimately differs between eager and fused jitted code.
+    """
+    rng = np.random.default_rng(20240607)
+    x, v, n = args
+    for _ in range(tries):
+        d = rng.standard_normal(4)
+        px = np.float32(x * (1 + 4e-6 * d[0]) + 1e-6 * d[0])
+        pv = (v * (1 + 4e-6 * d[1:]) + 1e-6 * d[1:]).astype(np.float32)
+        r = _call(f, _as_jax((px, pv, n)))
+        if r.raised or compare(r.value, want) is not None:
+            return True
+    return False
 
 
 def _err(e: BaseException) -> str:
@@ -279,6 +295,8 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
             return out("skipped", "plain result overflows")
         diff = compare(got.value, ref.value)
         if diff is not None and (ref_np.raised or compare(got.value, ref_np.value) is not None):
+            if _unstable(f, args, ref.value):
+                return out("skipped", f"numerically unstable: {diff}")
             return out("failure", f"jit differs from Python: {diff}",
                        _sig("jit-wrong-value", extra=diff.split(":")[0]))
     if all(r.raised for r in plain_jx):

@@ -81,7 +81,7 @@ def _protected(tree):
     return ids
 
 
-def candidates(src):
+def candidates(src, statements_only=False):
     tree = ast.parse(src)
     lists = list(_stmt_lists(tree))
     # 1. delete statements (the function's final statements last)
@@ -116,6 +116,8 @@ def candidates(src):
                     return False
                 st.orelse = []
             yield drop_else
+    if statements_only:
+        return
     # 3. replace expressions by a sub-expression or an atom; `while c and extra` by `while c`
     nodes = list(ast.walk(tree))
     for idx, node in enumerate(nodes):
@@ -170,7 +172,7 @@ def candidates(src):
 
 
 def shrink(source, inputs, signature, *, log=None, max_checks=3000, progress=None,
-           valid=False):
+           valid=False, statements_only=False):
     """The smallest (source, inputs) found whose outcome has ``signature``."""
     programs = harness.ProgramDir()
     checks = [0]
@@ -202,7 +204,7 @@ def shrink(source, inputs, signature, *, log=None, max_checks=3000, progress=Non
             changed = False
             i = 0
             while checks[0] < max_checks:
-                edits = list(candidates(source))
+                edits = list(candidates(source, statements_only))
                 if i >= len(edits):
                     break
                 new = _edit(source, edits[i])
@@ -236,6 +238,8 @@ def main(argv=None):
     ap.add_argument("--max-checks", type=int, default=3000)
     ap.add_argument("--valid", action="store_true",
                     help="keep only programs that run in plain Python on every grid input")
+    ap.add_argument("--statements-only", action="store_true",
+                    help="only delete and inline statements (conditions stay as generated)")
     ap.add_argument("--out", help="append results here (JSON lines), the best so far in OUT.wip")
     args = ap.parse_args(argv)
     recs = [json.loads(line) for line in open(args.jsonl)]
@@ -255,7 +259,8 @@ def main(argv=None):
                     fh.write(f"# seed {r['seed']}: {r['signature']}\n{src}# inputs {ins}\n")
         src, ins = shrink(r["source"], [tuple(i) for i in r["inputs"]], r["signature"],
                           log=lambda m: print(m, file=sys.stderr), max_checks=args.max_checks,
-                          progress=progress, valid=args.valid)
+                          progress=progress, valid=args.valid,
+                          statements_only=args.statements_only)
         line = json.dumps({"seed": r["seed"], "signature": r["signature"], "source": src,
                            "inputs": ins})
         print(line)
