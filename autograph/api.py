@@ -12,6 +12,8 @@ from typing import Callable
 import jax
 
 from autograph import errors, loader, parsing, pipeline
+from autograph.runtime import calls as _calls
+from autograph.runtime import transforms as _transforms
 
 class _CodeCache:
     """code object -> {recursive: Compiled}, by identity, dropped with the code.
@@ -52,6 +54,7 @@ class _CodeCache:
 
 
 _CODE_CACHE = _CodeCache()
+_USER_FUNCTION: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # convert's wrappers
 _LOCK = threading.RLock()
 
 
@@ -61,21 +64,35 @@ def _runtime():
 
 
 def _unwrap(fn):
-    """The plain function behind ``fn`` (and how to re-wrap the converted one)."""
+    """The plain function behind ``fn`` (and how to re-wrap the converted one).
+
+    Decided by ``fn``'s type alone: attributes such as ``__wrapped__`` are
+    copied by ``functools.wraps`` onto wrappers that do something else.
+    """
     if isinstance(fn, (staticmethod, classmethod)):
         fn = fn.__func__
     if isinstance(fn, types.MethodType):
         return fn.__func__, lambda f: types.MethodType(f, fn.__self__)
-    if isinstance(fn, functools.partial):
+    if type(fn) is functools.partial:
         inner, rewrap = _unwrap(fn.func)
         return inner, lambda f: functools.partial(rewrap(f), *fn.args, **fn.keywords)
     if isinstance(fn, types.FunctionType):
         return fn, lambda f: f
+    if _transforms.is_jit(fn):
+        inner, rewrap = _unwrap(fn.__wrapped__)
+        return inner, lambda f: _transforms.rejit(fn, rewrap(f))
     call = getattr(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType):
         return call, lambda f: types.MethodType(f, fn)
-    raise TypeError(f"autograph can convert Python functions, methods, partials and "
-                    f"callable objects; got {type(fn).__name__} {fn!r}")
+    raise TypeError(f"autograph can convert Python functions, methods, partials, `jax.jit` "
+                    f"functions and callable objects; got a `{type(fn).__name__}` object")
+
+
+def _plain_callable(fn) -> bool:
+    """Whether ``convert`` leaves ``fn`` as it is: converted already, or not convertible."""
+    from autograph.function import Function
+    return (_calls.converted_of(fn) is not None or _calls._marked(fn)
+            or isinstance(fn, Function) or isinstance(getattr(type(fn), "__call__", None), Function))
 
 
 def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
@@ -113,7 +130,7 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
 
 
 def _converted_function(fn: types.FunctionType, recursive: bool) -> types.FunctionType:
-    if getattr(fn, "__autograph_generated__", False) or errors.is_generated(fn.__code__.co_filename):
+    if errors.is_generated(fn.__code__.co_filename):
         return fn  # converted already, or defined inside converted code
     new = loader.instantiate(_compile(fn, recursive), fn, _runtime())
     if fn.__name__ == "<lambda>":
@@ -167,7 +184,32 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
     """
     if fn is None:
         return functools.partial(convert, recursive=recursive)
-    plain, rewrap = _unwrap(fn)
+    if _plain_callable(fn):
+        return fn
+    if _transforms.is_custom_derivative(fn):
+        return _transforms.rebuild_custom_derivative(fn, _calls.resolve)
+    if isinstance(fn, types.BuiltinFunctionType):
+        return fn  # no Python source: nothing to convert
+    try:
+        plain, rewrap = _unwrap(fn)
+    except TypeError:
+        if not callable(fn):
+            raise
+        warnings.warn(f"autograph: a `{type(fn).__name__}` object has no Python function to "
+                      f"convert and runs unconverted; convert the function or method it "
+                      f"calls instead", stacklevel=2)
+        return fn
+    library = _calls.library_module(plain)
+    if library not in (None, "autograph"):  # (autograph's own doctests run as autograph)
+        warnings.warn(
+            f"autograph: `{plain.__qualname__}` is {library}'s code and runs unconverted; "
+            f"convert your own function or method instead (for a wrapper such as "
+            f"`{library}.<transform>(f)`, pass it `autograph.convert(f)`)", stacklevel=2)
+        return fn
+    if _transforms.is_jit(fn) and _transforms.jit_options(fn) is None:
+        warnings.warn(f"autograph: the `jax.jit` options of `{plain.__qualname__}` cannot be "
+                      f"read; it runs unconverted", stacklevel=2)
+        return fn
     converted = _converted_function(plain, recursive)
 
     @functools.wraps(plain)
@@ -179,7 +221,8 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
             raise
         return _check_outputs(result, plain)
 
-    wrapper.__autograph_converted__ = converted
+    _calls.register_converted(wrapper, converted)
+    _USER_FUNCTION[wrapper] = plain
     return rewrap(wrapper)
 
 
@@ -209,16 +252,25 @@ def to_code(fn: Callable, *, recursive: bool = True) -> str:
           return s
       <BLANKLINE>
     """
-    plain, _ = _unwrap(getattr(fn, "__wrapped__", fn))
+    from autograph.function import Function
+    if isinstance(fn, Function):
+        fn = fn.python_function
+    plain, _ = _unwrap(fn)
+    plain = _USER_FUNCTION.get(plain, plain)
     return _compile(plain, recursive).source
 
 
 def do_not_convert(fn: Callable) -> Callable:
-    """Marks ``fn`` so that converted code calls it as it is."""
+    """Marks ``fn`` so that converted code calls it as it is.
+
+    The mark belongs to ``fn`` itself: a wrapper made around ``fn`` later (by
+    ``functools.wraps`` or a JAX transformation) is decided on its own.
+    """
     try:
-        fn.__autograph_do_not_convert__ = True
-    except AttributeError:
-        pass
+        _calls.register_do_not_convert(fn)
+    except TypeError:
+        raise TypeError(f"do_not_convert needs an object that can be weakly referenced; "
+                        f"got a `{type(fn).__name__}`") from None
     return fn
 
 

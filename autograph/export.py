@@ -54,7 +54,7 @@ def _jitted(f: Callable):
     from autograph.function import Function
     if isinstance(f, Function):
         return f._jit
-    target = f if getattr(f, "__autograph_converted__", None) else api.convert(f)
+    target = api.convert(f)  # as it is when converted already
     return jax.jit(target)
 
 

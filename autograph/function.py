@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from autograph import api, errors
+from autograph.runtime import transforms as _transforms
 from autograph import modes
 from autograph.concrete import (ConcreteFunction, _BoundConcreteFunction, _as_spec,
                                 _check_spec, _describe)
@@ -536,7 +537,12 @@ def function(fn: Callable | None = None, *, input_signature=None, autograph: boo
       1
     """
     def wrap(f):
+        options = _transforms.jit_options(f) if _transforms.is_jit(f) else None
+        if options is not None:  # a `jax.jit` function: its options, then the given ones
+            f, jit_kwargs_ = f.__wrapped__, {**options, **jit_kwargs}
+        else:
+            jit_kwargs_ = jit_kwargs
         return Function(f, input_signature=input_signature, autograph=autograph,
-                        reduce_retracing=reduce_retracing, **jit_kwargs)
+                        reduce_retracing=reduce_retracing, **jit_kwargs_)
 
     return wrap if fn is None else wrap(fn)

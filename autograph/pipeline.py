@@ -10,12 +10,14 @@ from autograph.naming import Namer
 from autograph.converters import (assert_statements, break_statements, call_trees,
                                   conditional_expressions, continue_statements,
                                   for_statements, if_statements, logical_expressions,
-                                  print_calls, return_statements, undefined_reads,
-                                  while_statements)
+                                  print_calls, raise_statements, return_statements,
+                                  undefined_reads, while_statements)
 
 PASSES = (
     print_calls,              # print(...) -> ag__.print_, before call_trees would see it
     assert_statements,        # assert -> ag__.assert_; a statement less for the passes below
+    raise_statements,         # raise E -> raise ag__.raised(E): the user's own, deferred
+                              # to run time in a staged branch
     call_trees,               # user calls -> converted_call; sees only user calls
     continue_statements,      # continue -> guards, before any loop changes shape
     break_statements,         # break -> flag + extra loop test; needs continue gone

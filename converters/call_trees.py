@@ -46,6 +46,21 @@ LIBRARY_METHODS = frozenset({
 })
 
 
+# Library functions that take functions (`jax.vmap(g)`, `lax.scan(body, ...)`):
+# their calls go through `converted_call` too, whose table (runtime/transforms)
+# decides by identity which arguments to convert. A superset of that table's
+# names, checked by a test.
+FUNCTION_TAKING = frozenset({
+    "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "vmap", "pmap",
+    "jit", "checkpoint", "remat", "named_call", "jvp", "vjp", "linearize",
+    "linear_transpose", "eval_shape", "make_jaxpr", "custom_jvp", "custom_vjp",
+    "closure_convert", "shard_map", "cond", "switch", "while_loop", "fori_loop", "scan", "map",
+    "associative_scan", "custom_root", "custom_linear_solve", "vectorize", "tree_map",
+    "minimize", "filter_grad", "filter_value_and_grad", "filter_jit", "filter_vmap",
+    "filter_pmap", "filter_checkpoint", "filter_jvp", "filter_vjp", "filter_eval_shape",
+})
+
+
 def _is_at_update(func) -> bool:
     """``x.at[i].set(...)`` and friends: JAX's indexed updates."""
     value = func.value
@@ -71,7 +86,8 @@ class _Transformer(LocalNamesTransformer):
             if func.attr in LIBRARY_METHODS or _is_at_update(func):
                 return True
             root = _root(func)
-            return isinstance(root, gast.Name) and root.id in LIBRARY_ROOTS and root.id not in local
+            return (isinstance(root, gast.Name) and root.id in LIBRARY_ROOTS
+                    and root.id not in local and func.attr not in FUNCTION_TAKING)
         return False
 
     def visit_Call(self, node: gast.Call):

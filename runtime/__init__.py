@@ -4,15 +4,22 @@ Each operator decides at run time: Python values keep plain Python
 semantics; traced values are staged with ``lax``.
 """
 
+from . import calls
 from .calls import converted_call
 from .conditionals import if_exp, if_stmt
 from .logical import and_, not_, or_
 from .loops import enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
-from .side_effects import assert_, print_
+from .side_effects import assert_, print_, raised
 from .values import Undefined, UndefinedReturn, ld
 
 __all__ = [
     "converted_call", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
     "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
-    "UndefinedReturn", "print_", "assert_", "ld",
+    "UndefinedReturn", "print_", "assert_", "ld", "raised",
 ]
+
+# Built-ins reached as values (`fn = range; fn(n)`) run as if written literally.
+for _builtin, _replacement in ((range, range_), (enumerate, enumerate_), (zip, zip_),
+                               (reversed, reversed_), (print, print_)):
+    calls.register_builtin(_builtin, _replacement)
+del _builtin, _replacement

@@ -1,7 +1,30 @@
 """``converted_call``: calls user functions through their converted form.
 
-Whether a callee is converted is decided here, at run time, from a table of
-modules that are never converted (JAX, NumPy, the standard library, ...).
+What to run in place of a callee is decided here, at run time, from the
+callee's type, never from attributes it carries (``functools.wraps`` copies
+those onto wrappers that do something else, such as ``jax.grad``'s):
+
+=================================  ==============================================
+callee                             called as
+=================================  ==============================================
+made by ``autograph.convert``      its converted function (found by identity)
+marked by ``do_not_convert``       itself (found by identity)
+a JAX entry point taking functions itself, with its function arguments converted
+                                   (``jax.vmap``, ``lax.scan``, ... ; see
+                                   ``transforms``)
+made by ``jax.jit``                ``jax.jit`` of the converted function, with the
+                                   same options
+``jax.custom_jvp``/``custom_vjp``  rebuilt around converted functions and rules
+``range``, ``enumerate``, ...      the runtime's own ``range_``, ``enumerate_``,
+                                   ``zip_``, ``reversed_``, ``print_``
+a Python function                  converted, unless a library's (the table of
+                                   modules never converted: JAX, NumPy, the
+                                   standard library, ...)
+a method, a ``functools.partial``  the same, around the converted function
+an object with a ``__call__``      its converted ``__call__``, unless a library's
+anything else                      itself
+=================================  ==============================================
+
 The conversion itself is registered by ``autograph.api`` through
 :func:`set_converter`, which keeps this module free of AST code.
 """
@@ -9,11 +32,12 @@ The conversion itself is registered by ``autograph.api`` through
 from __future__ import annotations
 
 import functools
-import inspect
 import sys
 import types
 import weakref
 from typing import Callable
+
+from . import transforms
 
 # Top-level packages whose functions are never converted.
 SKIP_PACKAGES = frozenset({
@@ -25,6 +49,9 @@ SKIP_PACKAGES = frozenset({
 
 _converter: Callable | None = None
 _resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_converted: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_do_not_convert: "weakref.WeakSet" = weakref.WeakSet()
+_builtins: dict = {}
 
 
 def set_converter(fn: Callable) -> None:
@@ -33,42 +60,104 @@ def set_converter(fn: Callable) -> None:
     _converter = fn
 
 
-def _skipped(fn) -> bool:
-    if getattr(fn, "__autograph_do_not_convert__", False):
-        return True
-    # The module whose code defines `fn`: `functools.wraps` copies `__module__`
-    # from the wrapped function, so a library's wrapper would pass for user code.
+def register_converted(wrapper: Callable, converted: Callable) -> None:
+    """Records that ``wrapper`` (made by ``autograph.convert``) runs ``converted``."""
+    _converted[wrapper] = converted
+
+
+def converted_of(f) -> Callable | None:
+    """The converted function behind ``f`` if ``autograph.convert`` made ``f``."""
+    try:
+        return _converted.get(f)
+    except TypeError:  # unhashable
+        return None
+
+
+def register_do_not_convert(fn: Callable) -> None:
+    """Records that converted code calls ``fn`` as it is."""
+    _do_not_convert.add(fn)
+
+
+def register_builtin(builtin, replacement: Callable) -> None:
+    """Calls of ``builtin`` reached as a value run ``replacement``."""
+    _builtins[builtin] = replacement
+
+
+def _marked(f) -> bool:
+    try:
+        return f in _do_not_convert
+    except TypeError:  # unhashable
+        return False
+
+
+def library_module(fn) -> str | None:
+    """The top-level package of a library whose code defines ``fn``, or None.
+
+    The module is the one whose globals the code runs with: ``functools.wraps``
+    copies ``__module__`` from the wrapped function, so a library's wrapper
+    would otherwise pass for user code.
+    """
     globals_ = getattr(fn, "__globals__", None)
     module = (globals_.get("__name__") if globals_ else None) or getattr(fn, "__module__", "") or ""
-    return module.split(".")[0] in SKIP_PACKAGES
+    top = module.split(".")[0]
+    return top if top in SKIP_PACKAGES else None
+
+
+def _function(f: types.FunctionType):
+    try:
+        return _resolved[f]
+    except KeyError:
+        pass
+    if library_module(f) is not None or _converter is None:
+        e = transforms.entry(f)
+        target = f if e is None else transforms.convert_arguments(f, e, resolve)
+    else:
+        target = _converter(f)
+    _resolved[f] = target
+    return target
+
+
+def _jit(f):
+    try:
+        return _resolved[f]
+    except KeyError:
+        pass
+    inner = resolve(f.__wrapped__)
+    target = f if inner is f.__wrapped__ else transforms.rejit(f, inner)
+    _resolved[f] = target
+    return target
 
 
 def resolve(f):
     """The callable to run in place of ``f`` inside converted code."""
-    inner = getattr(f, "__autograph_converted__", None)
+    inner = converted_of(f)
     if inner is not None:
         return inner
+    if _marked(f):
+        return f
     if isinstance(f, types.FunctionType):
-        try:
-            return _resolved[f]
-        except (KeyError, TypeError):
-            pass
-        target = f if (_skipped(f) or _converter is None) else _converter(f)
-        try:
-            _resolved[f] = target
-        except TypeError:  # pragma: no cover
-            pass
-        return target
+        return _function(f)
     if isinstance(f, types.MethodType):
         func = resolve(f.__func__)
         return f if func is f.__func__ else types.MethodType(func, f.__self__)
-    if isinstance(f, functools.partial):
+    if type(f) is functools.partial:
         func = resolve(f.func)
         return f if func is f.func else functools.partial(func, *f.args, **f.keywords)
-    if isinstance(f, type) or inspect.isbuiltin(f) or not callable(f):
-        return f
+    if transforms.is_jit(f):
+        return _jit(f)
+    if transforms.is_custom_derivative(f):
+        try:
+            return _resolved[f]
+        except KeyError:
+            target = _resolved[f] = transforms.rebuild_custom_derivative(f, resolve)
+            return target
+    if isinstance(f, type) or isinstance(f, types.BuiltinFunctionType):
+        try:
+            return _builtins.get(f, f)
+        except TypeError:  # pragma: no cover - unhashable type objects
+            return f
     call = getattr(type(f), "__call__", None)
-    if isinstance(call, types.FunctionType) and not _skipped(call):
+    if isinstance(call, types.FunctionType) and library_module(call) is None:
         converted = resolve(call)
         if converted is not call:
             return types.MethodType(converted, f)

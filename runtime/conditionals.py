@@ -11,6 +11,7 @@ from jax import lax
 from autograph import errors
 from . import state as st
 from .conditions import condition
+from .side_effects import user_raised
 from .values import (UndefinedReturn, staging, describe, is_python_number, is_traced,
                             is_undefined)
 
@@ -194,11 +195,11 @@ class _Raised:
 
 
 def _deferrable(e: Exception) -> bool:
-    # Errors of the user's own code (a `raise`, an out-of-range index) happen in
-    # Python only on the branch that runs; autograph's and JAX's tracing errors
-    # are about the program itself and surface at once.
-    return not isinstance(e, (errors.AutographError, jax.errors.JAXTypeError,
-                              jax.errors.JAXIndexError, jax.errors.UnexpectedTracerError))
+    # What the user wrote as `raise` or `assert` happens in Python only on the
+    # branch that runs; every other error met while tracing a branch (JAX's,
+    # a library's, a type error of the program) is about the program itself
+    # and surfaces at once.
+    return user_raised(e)
 
 
 def _raise_at_run_time(error: Exception):

@@ -36,6 +36,14 @@ class _Seq:
     def python_slice(self, k):
         return None if self.xs is None else jax.tree_util.tree_map(lambda a: a[k], self.xs)
 
+    # Outside a `for` (`list(enumerate_(range(3)))`, a built-in reached as a
+    # value), the sequence is the built-in's own result.
+    def __iter__(self):
+        return (self.element(k, self.python_slice(k)) for k in range(self.n))
+
+    def __len__(self) -> int:
+        return self.n
+
 
 class _RangeSeq(_Seq):
     def __init__(self, r: range):

@@ -76,7 +76,7 @@ def assert_(test, message_thunk=None):
     """
     if not is_traced(test):
         if not test:
-            raise AssertionError(message_thunk()) if message_thunk else AssertionError
+            raise raised(AssertionError(message_thunk()) if message_thunk else AssertionError())
         return
     if message_thunk is None:
         message = "assertion failed"
@@ -86,3 +86,27 @@ def assert_(test, message_thunk=None):
     else:
         message = str(message_thunk())
     jax.debug.callback(_fail_if_false, test, message, ordered=True)
+
+
+_USER_RAISED = "__autograph_user_raised__"
+
+
+def raised(exc):
+    """The exception a user's ``raise exc`` raises, marked as the user's own.
+
+    A class is instantiated, as ``raise`` does. Inside a staged branch a
+    marked exception is raised at run time, only when the branch is taken.
+    """
+    if isinstance(exc, type) and issubclass(exc, BaseException):
+        exc = exc()
+    if isinstance(exc, BaseException):
+        try:
+            setattr(exc, _USER_RAISED, True)
+        except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
+            pass
+    return exc
+
+
+def user_raised(e: BaseException) -> bool:
+    """Whether ``e`` was raised by a ``raise`` or ``assert`` of the user's converted code."""
+    return e.__dict__.get(_USER_RAISED, False) if hasattr(e, "__dict__") else False

@@ -14,9 +14,16 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
   ranges, traced ranges (``range(n)``, ``range(k % 4)``) and arrays;
 * ``break``, ``continue`` and ``return`` at the end of blocks at any depth,
   nesting up to depth 3, and locals first assigned inside loops and
-  branches (occasionally read where they may be unassigned).
+  branches (occasionally read where they may be unassigned);
+* helper functions ``h1``, ``h2`` of the same three parameters, defined
+  before ``f``: decorated with ``@autograph.convert`` or
+  ``@autograph.function`` (any body), or plain or ``@jax.jit`` (straight-line
+  bodies, which plain Python can trace), called from ``f`` directly and
+  through ``jax.grad``, ``jax.value_and_grad``, ``jax.vmap``, ``jax.jit``,
+  ``jax.checkpoint`` and ``jax.vmap(jax.grad(h))``.
 
-The program's plain-Python run is always well defined: vector conditions are
+The plain-Python run of the module (decorators included) is the meaning of
+the program. It is always well defined: vector conditions are
 reduced, indices are taken ``% 3``, int locals stay small (assignments are
 ``% 5``; updates are additive) and loops are bounded. It may still raise
 ``UnboundLocalError``, which the harness accounts for.
@@ -161,7 +168,8 @@ class Generator:
     ``exclude``: features to leave out, for campaigns that look past a known
     failure or measure a refusal category: ``"value_boolop"`` (``a or b`` on
     numbers), ``"after_loop_reads"`` (reading, after a loop over a static
-    range or an array, what its body assigned).
+    range or an array, what its body assigned), ``"ifexp"`` (``a if c else
+    b``), ``"helpers"`` (helper functions and JAX transformations of them).
     """
 
     def __init__(self, ch: Chooser, *, p_maybe: float = 0.0015, max_depth: int = MAX_DEPTH,
@@ -173,6 +181,7 @@ class Generator:
         self.ret_kind = None
         self.loops: list[Loop] = []
         self.maybe_reads = 0
+        self.helpers: list[tuple[str, str]] = []   # (name, kind) callable from `f`
 
     # -- variables ---------------------------------------------------------
 
@@ -194,11 +203,14 @@ class Generator:
         if d <= 0:
             return self.fatom(env)
         kind = ch.pick(["atom", "bin", "unary", "minmax", "where", "ifexp", "vred", "idx",
-                        "int", "boolop"],
-                       [5, 3, 2.5, 1.2, 0.8, 0.8, 1, 0.8, 0.6,
-                        0 if "value_boolop" in self.exclude else 0.15])
+                        "int", "boolop", "call"],
+                       [5, 3, 2.5, 1.2, 0.8, 0 if "ifexp" in self.exclude else 0.8, 1, 0.8, 0.6,
+                        0 if "value_boolop" in self.exclude else 0.15,
+                        0.9 if self.helpers else 0])
         if kind == "atom":
             return self.fatom(env)
+        if kind == "call":
+            return self.helper_call(env, d - 1)
         if kind == "bin":
             op = ch.pick(["+", "-", "*"], [3, 2, 1.5])
             if op == "*":  # keep products bounded
@@ -256,9 +268,12 @@ class Generator:
         if d <= 0:
             return self.vatom(env)
         kind = ch.pick(["atom", "bin", "scale", "unary", "minmax", "where", "ifexp", "new",
-                        "at"], [5, 2, 2, 1.5, 1, 1, 0.6, 0.6, 0.6])
+                        "at", "vmap"], [5, 2, 2, 1.5, 1, 1, 0 if "ifexp" in self.exclude else 0.6,
+                                        0.6, 0.6, 0.5 if self.helpers else 0])
         if kind == "atom":
             return self.vatom(env)
+        if kind == "vmap":
+            return self.helper_vmap(env, d - 1)
         if kind == "bin":
             op = ch.pick(["+", "-"])
             return f"({self.vexpr(env, d - 1)} {op} {self.vexpr(env, d - 1)})"
@@ -346,6 +361,64 @@ class Generator:
             return f"not ({self.cond(env, d - 1)})"
         op = kind
         return f"({self.cond(env, d - 1)}) {op} ({self.cond(env, d - 1)})"
+
+    # -- helpers and JAX transformations -----------------------------------------
+
+    def _helper_args(self, env: Env, d: int, first: str | None = None) -> str:
+        x = first if first is not None else f"1.0 * ({self.fexpr(env, max(d, 0))})"
+        return f"{x}, {self.vatom(env)}, {self.iatom(env)}"
+
+    def helper_call(self, env: Env, d: int) -> str:
+        """A call of a helper, directly or through a JAX transformation (a float)."""
+        ch = self.ch
+        name, kind = ch.pick(self.helpers)
+        # a plain helper with control flow on its argument is called directly only:
+        # plain Python cannot trace it, so plain `jax.jit` would fail too
+        forms = ["direct", "grad", "value_and_grad", "jit", "checkpoint", "vmap_grad"]
+        weights = [3, 2, 1, 1, 0.7, 0.6] if kind != "plain_if" else [1, 0, 0, 0, 0, 0]
+        form = ch.pick(forms, weights)
+        args = self._helper_args(env, d)
+        if form == "direct":
+            return f"{name}({args})"
+        if form == "grad":
+            return f"jax.grad({name})({args})"
+        if form == "value_and_grad":
+            return f"jax.value_and_grad({name})({args})[{ch.pick(['0', '1'])}]"
+        if form == "jit":
+            return f"jax.jit({name})({args})"
+        if form == "checkpoint":
+            return f"jax.checkpoint({name})({args})"
+        vec = self.vexpr(env, max(d, 0))
+        return (f"jax.vmap(jax.grad({name}), in_axes=(0, None, None))"
+                f"({self._helper_args(env, d, first=vec)}).{ch.pick(['sum', 'max'])}()")
+
+    def helper_vmap(self, env: Env, d: int) -> str:
+        """A helper mapped over a vector's elements with ``jax.vmap`` (a vector)."""
+        candidates = [h for h in self.helpers if h[1] != "plain_if"]
+        if not candidates:
+            return self.vatom(env)
+        name, _ = self.ch.pick(candidates)
+        vec = self.vexpr(env, max(d, 0))
+        return (f"jax.vmap({name}, in_axes=(0, None, None))"
+                f"({self._helper_args(env, d, first=vec)})")
+
+    def helper(self, index: int) -> tuple[str, str, str]:
+        """(name, kind, source) of helper ``index``, built by a generator of its own."""
+        ch = self.ch
+        kind = ch.pick(["convert", "plain", "function", "jit", "plain_if"], [3, 2, 1.5, 1.5, 1])
+        straight = kind in ("plain", "jit")
+        sub = Generator(ch, p_maybe=0, max_depth=0 if straight else 2,
+                        exclude=self.exclude | ({"ifexp", "value_boolop"} if straight else set()))
+        sub.ret_kind = "f"
+        env = Env(defs=set(PARAMS), maybe=set(PARAMS))
+        body, term = sub.block(env, 0, 1, 4 if straight else 5, kind="top")
+        if not term:
+            body.append(f"return {sub.ret_value(env)}")
+        name = f"h{index}"
+        decorator = {"convert": "@autograph.convert\n", "function": "@autograph.function\n",
+                     "jit": "@jax.jit\n"}.get(kind, "")
+        src = f"{decorator}def {name}(x, v, n):\n" + "".join(f"    {ln}\n" for ln in body)
+        return name, kind, src
 
     # -- statements ------------------------------------------------------------
 
@@ -569,12 +642,18 @@ class Generator:
 
     def program(self) -> Program:
         ch = self.ch
+        prelude = ""
+        if "helpers" not in self.exclude:
+            for index in range(1, ch.pick([0, 1, 2], [5, 3, 1.5]) + 1):
+                name, kind, src = self.helper(index)
+                self.helpers.append((name, kind))
+                prelude += src + "\n\n"
         self.ret_kind = ch.pick(["f", "fv", "fi", "fvi"], [3, 2, 1.5, 1])
         env = Env(defs=set(PARAMS), maybe=set(PARAMS))
         body, term = self.block(env, 0, 2, 7, kind="top")
         if not term:
             body.append(f"return {self.ret_value(env)}")
-        src = "def f(x, v, n):\n" + "".join(f"    {ln}\n" for ln in body)
+        src = prelude + "def f(x, v, n):\n" + "".join(f"    {ln}\n" for ln in body)
         return Program(src, maybe_reads=self.maybe_reads)
 
 

@@ -18,7 +18,9 @@ The outcome of a program is one of
 * ``refused``: the jitted function raised an :class:`autograph.AutographError`
   (a legitimate refusal) on inputs where Python ran;
 * ``both_raised``: Python raised, and so did the converted function, with an
-  ``AutographError`` or the same kind of Python error;
+  ``AutographError`` or the same kind of Python error; or the jitted
+  converted function raised what plain ``jax.jit(f)`` raises too (a JAX
+  limit such as reverse-mode differentiation of a ``while_loop``);
 * ``skipped``: the plain result overflowed, or the two results differ but the
   plain result itself moves beyond the tolerance when the inputs move by a
   few ulps (a near tie, ``sin`` of a huge number): rounding decides;
@@ -51,7 +53,7 @@ logging.getLogger("jax._src.debugging").setLevel(logging.CRITICAL)
 RTOL, ATOL = 1e-4, 1e-5
 HUGE = 1e30
 
-HEADER = "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\n\n"
+HEADER = "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\nimport autograph\n\n\n"
 
 
 @dataclasses.dataclass
@@ -271,6 +273,7 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
 
     # 2. jitted: traced once, run on every input set
     jf = jax.jit(cf)
+    jit_limit = None
     for idx, args in enumerate(inputs):
         ref, ref_np = plain_jx[idx], plain_np[idx]
         got = _call(jf, _copy(args))
@@ -284,6 +287,10 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
                     return out("both_raised", _err(e))
                 return out("refused", _err(e), _sig("refused", e))
             if ref.raised and _compatible_error(e, ref.error):
+                continue
+            plain_jit = _call(jax.jit(f), _as_jax(args))
+            if plain_jit.raised and type(plain_jit.error) is type(e):
+                jit_limit = _err(e)  # never worse than plain `jax.jit`, which fails the same way
                 continue
             return out("failure", f"jit raised {_internal(e)}" + (
                 f" where Python raised {_err(ref.error)}" if ref.raised else
@@ -301,6 +308,8 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
                        _sig("jit-wrong-value", extra=diff.split(":")[0]))
     if all(r.raised for r in plain_jx):
         return out("both_raised", _err(plain_jx[0].error))
+    if jit_limit is not None:
+        return out("both_raised", "plain jax.jit raises too: " + jit_limit)
     return out("ok")
 
 

@@ -1,0 +1,88 @@
+"""The `raise` converter: golden output, and which errors wait for run time."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import autograph
+from autograph.converters import raise_statements
+from tests.helpers import assert_golden
+
+
+@pytest.mark.parametrize("src, expected", [
+    pytest.param("""
+        def f(x):
+            if x < 0:
+                raise ValueError("x must be positive")
+            return x
+    """, """
+        def f(x):
+            if x < 0:
+                raise ag__.raised(ValueError('x must be positive'))
+            return x
+    """, id="docstring example"),
+    pytest.param("""
+        def f(x):
+            try:
+                y = 1 / x
+            except ZeroDivisionError as e:
+                raise
+            raise KeyError from None
+    """, """
+        def f(x):
+            try:
+                y = 1 / x
+            except ZeroDivisionError as e:
+                raise
+            raise ag__.raised(KeyError) from None
+    """, id="bare raise stays; from keeps its cause"),
+])
+def test_golden(src, expected):
+    assert_golden(src, expected, passes=(raise_statements,))
+
+
+class Negative(Exception):
+    pass
+
+
+def _checked(x):
+    if x < 0:
+        raise Negative(f"negative input {x}")
+    return x * 2.0
+
+
+def test_user_raise_in_a_staged_branch_waits_for_the_branch():
+    f = jax.jit(autograph.convert(_checked))
+    assert float(f(2.0)) == 4.0  # traced both branches, raised nothing
+    with pytest.raises(Exception, match="negative input"):
+        jax.block_until_ready(f(-1.0))
+
+
+def test_raise_of_a_class_instantiates_it_as_python_does():
+    def f(x):
+        if x < 0:
+            raise Negative
+        return x
+
+    with pytest.raises(Negative):
+        autograph.convert(f)(-1.0)
+
+
+def _int_valued(x):
+    return 1
+
+
+def test_other_errors_while_tracing_a_branch_surface_at_once():
+    # plain Python raises this only when x > 0; staged, the branch cannot be
+    # compiled at all, so the error comes at trace time, naming the branch
+    def f(x):
+        if x > 0:
+            y = jax.grad(_int_valued)(x)
+        else:
+            y = x
+        return y
+
+    with pytest.raises(TypeError, match="real-valued outputs") as info:
+        jax.jit(autograph.convert(f))(-1.0)
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    assert "test_raise_statements.py" in note and "if x > 0:" in note
