@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from autograph import api, errors
+from autograph.runtime import objects as _objects
 from autograph.runtime import transforms as _transforms
 from autograph import modes
 from autograph.concrete import (ConcreteFunction, _BoundConcreteFunction, _as_spec,
@@ -231,6 +232,8 @@ class Function(functools.partial):
 
     def _call_general(self, args, kwargs, bound: bool = False):
         self._calls_cell[0] += 1
+        if _objects.has_graph_nodes(args, kwargs):
+            return self._graph_jit(*args, **kwargs)
         if self.input_signature is not None:
             args, kwargs = self._check_signature(args, kwargs, skip=1 if bound else 0)
         if self._canonicalize:
@@ -259,6 +262,13 @@ class Function(functools.partial):
             self._flat_keys.add(key)
             self._traces = traces  # that attempt was ours, not a trace of the user's
             return self._call_flat(args, kwargs)
+
+    @functools.cached_property
+    def _graph_jit(self):
+        """``nnx.jit`` of the function: Flax objects among the arguments are updated in place."""
+        from flax import nnx
+        return nnx.jit(self._traced, static_argnums=self._user_argnums or None,
+                       static_argnames=self._user_argnames or None, **self._jit_kwargs)
 
     def _canonical(self, args, kwargs):
         """One form per call: defaults filled in, keyword arguments by position."""

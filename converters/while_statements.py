@@ -6,13 +6,27 @@
                                      acc = acc + x[i]
                                      i = i + 1
                                      return (acc, i)
-                                 (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'))
+                                 (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'),
+                                                            bound=('i', '<', lambda: n, 1))
 
 The loop carries exactly the names its body modifies that are live at the
 loop's head: read by the test, by a later iteration, or after the loop.
 Temporaries the body assigns before reading are local to ``loop_body``.
 ``autograph.set_loop_options(maximum_iterations=N)`` as the body's first
 statement becomes ``opts={'maximum_iterations': N}``.
+
+A counter that bounds the loop is passed on as ``bound=(name, op, limit,
+step)``: a conjunct of the test compares a carried name with a limit the
+body does not assign (``i < 8``, ``k <= n_max``, ``count != 100``), and the
+body moves that name by a constant step on every path (one ``i += 1`` among
+its top-level statements, no other assignment to ``i``). When reverse-mode
+differentiation meets the loop, ``while_stmt`` uses it to stage the loop as
+the bounded, differentiable form (a masked ``lax.scan``)::
+
+    while err > tol and i < 50:   ->   ... = ag__.while_stmt(loop_test, loop_body, (err, i, x),
+        x = step(x)                          names=('err', 'i', 'x'),
+        err = residual(x)                    bound=('i', '<', lambda: 50, 1))
+        i += 1
 """
 
 from __future__ import annotations
@@ -40,6 +54,80 @@ _CALL = templates.Template(
     "STATE = ag__.while_stmt(TEST_FN, BODY_FN, INIT, names=NAMES)")
 _CALL_OPTS = templates.Template(
     "STATE = ag__.while_stmt(TEST_FN, BODY_FN, INIT, names=NAMES, opts=OPTS)")
+_CALL_BOUND = templates.Template(
+    "STATE = ag__.while_stmt(TEST_FN, BODY_FN, INIT, names=NAMES, bound=BOUND)")
+_BOUND = templates.Template("(NAME, OP, lambda: LIMIT, STEP)")
+
+_OPS = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.NotEq: "!="}
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+
+
+def _conjuncts(test: gast.expr):
+    if isinstance(test, gast.BoolOp) and isinstance(test.op, gast.And):
+        for value in test.values:
+            yield from _conjuncts(value)
+    else:
+        yield test
+
+
+def _step(stmt: gast.stmt, name: str) -> int | None:
+    """The constant ``c`` of ``name += c`` / ``name -= c`` / ``name = name + c``, or None."""
+    def const(node):
+        if (isinstance(node, gast.Constant) and type(node.value) is int):
+            return node.value
+        return None
+    if (isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name)
+            and stmt.target.id == name and isinstance(stmt.op, (gast.Add, gast.Sub))):
+        c = const(stmt.value)
+        return None if c is None else (c if isinstance(stmt.op, gast.Add) else -c)
+    if (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], gast.Name) and stmt.targets[0].id == name
+            and isinstance(stmt.value, gast.BinOp) and isinstance(stmt.value.op, (gast.Add,
+                                                                                  gast.Sub))
+            and isinstance(stmt.value.left, gast.Name) and stmt.value.left.id == name):
+        c = const(stmt.value.right)
+        return None if c is None else (c if isinstance(stmt.value.op, gast.Add) else -c)
+    return None
+
+
+def _invariant(limit: gast.expr, modified) -> bool:
+    """A limit the body cannot change: a constant, or a name (or attribute of one) it keeps."""
+    if isinstance(limit, gast.Constant):
+        return type(limit.value) is int
+    root = limit
+    while isinstance(root, gast.Attribute):
+        root = root.value
+    return isinstance(root, gast.Name) and root.id not in modified
+
+
+def counter_bound(node: gast.While, body: list[gast.stmt], state) -> gast.expr | None:
+    """``(name, op, lambda: limit, step)`` for a counter that bounds the loop, or None."""
+    modified = anno.get(node, Anno.BODY_SCOPE).modified
+    for conj in _conjuncts(node.test):
+        if not (isinstance(conj, gast.Compare) and len(conj.ops) == 1
+                and type(conj.ops[0]) in _OPS):
+            continue
+        op = _OPS[type(conj.ops[0])]
+        left, right = conj.left, conj.comparators[0]
+        if isinstance(left, gast.Name) and left.id in state:
+            name, limit = left.id, right
+        elif isinstance(right, gast.Name) and right.id in state:
+            name, limit, op = right.id, left, _FLIPPED[op]
+        else:
+            continue
+        if not _invariant(limit, modified):
+            continue
+        steps = [_step(stmt, name) for stmt in body]
+        stores = sum(1 for n in gast.walk(gast.Module(body=body, type_ignores=[]))
+                     if isinstance(n, gast.Name) and n.id == name
+                     and isinstance(n.ctx, (gast.Store, gast.Del)))
+        found = [c for c in steps if c is not None]
+        if len(found) != 1 or stores != 1 or found[0] == 0:
+            continue
+        return _BOUND.substitute_expr(node, NAME=templates.literal(name),
+                                      OP=templates.literal(op), LIMIT=limit,
+                                      STEP=templates.literal(found[0]))
+    return None
 _CALL_NO_STATE = templates.Template(
     "ag__.while_stmt(TEST_FN, BODY_FN, (), names=())")
 
@@ -90,6 +178,10 @@ class _Transformer(FunctionScopes):
         if not state and opts is None:
             return stmts + _CALL_NO_STATE.substitute(node, **common)
         names = templates.literal(state)
+        bound = counter_bound(node, body, state) if opts is None else None
+        if bound is not None:
+            return stmts + _CALL_BOUND.substitute(node, STATE=state, INIT=init, NAMES=names,
+                                                  BOUND=bound, **common)
         if opts is None:
             return stmts + _CALL.substitute(node, STATE=state, INIT=init, NAMES=names, **common)
         return stmts + _CALL_OPTS.substitute(node, STATE=state, INIT=init, NAMES=names,

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from autograph import errors
+from . import objects
 from . import state as st
 from .conditions import condition
 from .side_effects import user_raised
@@ -51,7 +52,14 @@ def if_stmt(pred, true_fn, false_fn, init, *, names, exits=()):
         if false_fn is not None:
             return tuple(false_fn(*init))
         return tuple(init[:len(names)])
-    return _staged(c, true_fn, false_fn, tuple(init), tuple(names), tuple(exits))
+    init, names = tuple(init), tuple(names)
+    lifted = objects.lift(init, (true_fn, false_fn), "`if`")
+    if lifted is not None:  # Flax objects a branch updates: carried, written back
+        n = len(names)
+        return lifted.finish(_staged(
+            c, lifted.wrap(true_fn, n_out=n), lifted.wrap(false_fn, n_out=n),
+            lifted.tokens(init) + (lifted.state,), names + (objects.OBJECTS,), tuple(exits)))
+    return _staged(c, true_fn, false_fn, init, names, tuple(exits))
 
 
 def if_exp(pred, true_thunk, false_thunk):

@@ -31,6 +31,7 @@ from jax import lax
 from autograph import errors
 from .carry import (_Carry, _TrackedList, _prepare, _stabilize)
 from .conditionals import if_stmt
+from . import objects
 from .conditions import condition
 from .iterables import (TracedRange, _Seq, _TracedSeq, _as_seq, enumerate_, range_,
                         reversed_, zip_)
@@ -39,7 +40,7 @@ from .values import Tracer, is_traced, is_undefined, staging
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
 
 
-def while_stmt(test, body, init, *, names, opts=None):
+def while_stmt(test, body, init, *, names, opts=None, bound=None):
     """Runs a converted `while` loop, in Python or as ``lax.while_loop``.
 
     The semantics are given by this Python implementation::
@@ -55,16 +56,75 @@ def while_stmt(test, body, init, *, names, opts=None):
     ``LoopStateError`` names it. With ``opts={'maximum_iterations': N}`` the
     staged loop is a ``lax.scan`` of ``N`` masked steps instead, which reverse
     mode ``jax.grad`` can differentiate.
+
+    ``bound=(name, op, limit, step)`` names a counter that bounds the loop
+    (the test holds ``name op limit()``; the body moves ``name`` by ``step``).
+    When reverse-mode differentiation traces the loop and the counter and the
+    limit are Python ints, the loop is staged as that masked ``lax.scan`` of
+    as many steps as the counter allows, with no hint from the user; otherwise
+    it stays a ``lax.while_loop``, which stops as soon as its test is false.
     """
     state = tuple(init)
     names = tuple(names)
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
+            opts = dict(opts or {})
+            if bound is not None and opts.get("maximum_iterations") is None:
+                trips = _bounded_trips(bound, state, names, (test, body))
+                if trips is not None:
+                    opts["maximum_iterations"] = trips
+            lifted = objects.lift(state, (test, body), "`while` loop")
+            if lifted is not None:  # Flax objects the body updates: carried, written back
+                return lifted.finish(_staged_while(
+                    lifted.wrap(test, returns_state=False), lifted.wrap(body),
+                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,),
+                    opts or {}))
             return _staged_while(test, body, state, names, opts or {})
         if not c:
             return state
         state = tuple(body(*state))
+
+
+def _reverse_mode(state, fns) -> bool:
+    """Whether reverse-mode differentiation (``jax.grad``, ``vjp``) traces these values."""
+    values = list(state)
+    for fn in fns:
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                pass
+    leaves = jax.tree_util.tree_leaves(values, is_leaf=lambda x: isinstance(x, Tracer))
+    return any(isinstance(leaf, _LINEARIZE_TRACER) for leaf in leaves)
+
+
+try:
+    from jax._src.interpreters.ad import LinearizeTracer as _LINEARIZE_TRACER
+except ImportError:  # pragma: no cover - another JAX version: no automatic bound
+    _LINEARIZE_TRACER = ()
+
+
+def _bounded_trips(bound, state, names, fns) -> int | None:
+    """The most iterations a counter-bounded loop can run, when reverse mode needs it."""
+    name, op, limit, step = bound
+    start = state[names.index(name)]
+    if type(start) is not int or not _reverse_mode(state, fns):
+        return None
+    end = limit()
+    if isinstance(end, np.integer):
+        end = int(end)
+    if type(end) is not int:
+        return None
+    if op in ("<", "<=") and step > 0:
+        span = end - start + (op == "<=")
+        return max(0, -(-span // step))
+    if op in (">", ">=") and step < 0:
+        span = start - end + (op == ">=")
+        return max(0, -(-span // -step))
+    if op == "!=" and (end - start) % step == 0 and (end - start) // step >= 0:
+        return (end - start) // step
+    return None
 
 
 def _staged_while(test, body, state, names, opts, loop="while"):
@@ -198,6 +258,21 @@ def _python_for(iterable, body, state, names, extra_test):
     return state
 
 
+def _lifted_for(run):
+    """``run(seq_or_none, ..., body, state, names, extra_test)`` with Flax objects lifted."""
+    def staged(seq, *rest):
+        *lead, body, state, names, extra_test = rest
+        lifted = objects.lift(state, (body, extra_test), "`for` loop")
+        if lifted is None:
+            return run(seq, *lead, body, state, names, extra_test)
+        return lifted.finish(run(
+            seq, *lead, lifted.wrap(body, leading=1), lifted.tokens(state) + (lifted.state,),
+            names + (objects.OBJECTS,),
+            None if extra_test is None else lifted.wrap(extra_test, returns_state=False)))
+    return staged
+
+
+@_lifted_for
 def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
     n = seq.n - k0
     if n <= 0:
@@ -292,6 +367,7 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
     return tuple(values)
 
 
+@_lifted_for
 def _traced_seq_for(seq: _TracedSeq, body, state, names, extra_test):
     def test(k, *s):
         more = k < seq.length

@@ -33,16 +33,25 @@ def is_carryable(leaf) -> bool:
     return is_array(leaf) or is_python_number(leaf)
 
 
+def _dtype(d):
+    """``d`` as a NumPy dtype; JAX's extended dtypes (typed PRNG keys) as they are."""
+    if jax.dtypes.issubdtype(d, jax.dtypes.extended):
+        return d
+    return np.dtype(d)
+
+
 def aval_of(leaf):
     """(shape, dtype, weak_type) of a carryable leaf."""
     if is_python_number(leaf):
         return (), jnp.result_type(leaf), True
-    return tuple(np.shape(leaf)), np.dtype(leaf.dtype), bool(getattr(leaf, "weak_type", False))
+    return tuple(np.shape(leaf)), _dtype(leaf.dtype), bool(getattr(leaf, "weak_type", False))
 
 
 def convert(x, dtype, weak: bool):
     """Casts ``x`` to ``dtype``, weakly typed when ``weak`` (like a Python scalar)."""
-    dtype = np.dtype(dtype)
+    dtype = _dtype(dtype)
+    if not isinstance(dtype, np.dtype):  # an extended dtype: nothing to cast
+        return x
     if _convert_internal is not None:
         return _convert_internal(x, dtype, weak_type=weak)
     return jax.lax.convert_element_type(x, dtype)  # pragma: no cover
@@ -66,6 +75,8 @@ def _promotion_operand(dtype, weak: bool):
 def promote(a, b):
     """Joint (dtype, weak) of two avals under JAX's promotion rules, weak types included."""
     (_, da, wa), (_, db, wb) = a, b
+    if not (isinstance(da, np.dtype) and isinstance(db, np.dtype)):
+        return (da, wa and wb) if da == db else (jnp.result_type(da, db), False)
     dtype = jnp.result_type(_promotion_operand(da, wa), _promotion_operand(db, wb))
     return np.dtype(dtype), wa and wb
 

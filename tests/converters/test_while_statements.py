@@ -30,7 +30,7 @@ def test_golden_docstring_example():
                 acc = acc + x[i]
                 i = i + 1
                 return (acc, i)
-            (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'))
+            (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'), bound=('i', '<', lambda: n, 1))
             return acc
     """)
 
@@ -78,7 +78,7 @@ def test_golden_temporaries_are_not_carried():
                 acc = acc + t
                 i = i + 1
                 return (acc, i)
-            (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'))
+            (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'), bound=('i', '<', lambda: n, 1))
             return acc
     """)
 
@@ -100,7 +100,7 @@ def test_golden_variable_dead_after_loop_but_read_by_test_is_carried():
                 y = y + x
                 x = x - 1
                 return (x, y)
-            (x, y) = ag__.while_stmt(loop_test, loop_body, (x, y), names=('x', 'y'))
+            (x, y) = ag__.while_stmt(loop_test, loop_body, (x, y), names=('x', 'y'), bound=('x', '>', lambda: 1, -1))
             return y
     """)
 
@@ -129,10 +129,10 @@ def test_golden_nested_inner_counter_not_carried_by_outer():
                     x = x + j
                     j = j + 1
                     return (j, x)
-                (j, x) = ag__.while_stmt(loop_test, loop_body, (j, x), names=('j', 'x'))
+                (j, x) = ag__.while_stmt(loop_test, loop_body, (j, x), names=('j', 'x'), bound=('j', '<', lambda: i, 1))
                 i = i + 1
                 return (i, x)
-            (i, x) = ag__.while_stmt(loop_test_1, loop_body_1, (i, x), names=('i', 'x'))
+            (i, x) = ag__.while_stmt(loop_test_1, loop_body_1, (i, x), names=('i', 'x'), bound=('i', '<', lambda: n, 1))
             return x
     """)
 

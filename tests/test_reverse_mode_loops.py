@@ -1,0 +1,103 @@
+"""`jax.grad` through `while` loops bounded by a counter, with no hint from the user.
+
+A counter that starts as a Python int, is compared with a Python int and
+moves by a constant step on every path bounds the loop; under reverse-mode
+differentiation the loop is then staged as a masked ``lax.scan``. Gradients
+are compared with the plain-Python gradient (``jax.grad`` of the unconverted
+function on concrete values runs the loop in Python) and with the same loop
+written with ``autograph.set_loop_options``, on inputs that exit at the
+first, a middle and no iteration.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+
+
+def grows(x):
+    i = 0
+    while x < 100.0 and i < 6:
+        x = x * 1.7 + jnp.sin(x)
+        i += 1
+    return x
+
+
+def grows_hinted(x):
+    i = 0
+    while x < 100.0 and i < 6:
+        autograph.set_loop_options(maximum_iterations=6)
+        x = x * 1.7 + jnp.sin(x)
+        i += 1
+    return x
+
+
+def countdown(x, n):
+    k = n
+    while k > 0 and x > 0.1:
+        x = x * 0.5 + 0.01 * k
+        k -= 2
+    return x
+
+
+def not_equal(x):
+    j = 0
+    while j != 8 and x < 50.0:
+        x = x * x + 1.0
+        j = j + 2
+    return x
+
+
+@pytest.mark.parametrize("x", [150.0, 20.0, 0.5], ids=["exit at once", "middle", "all trips"])
+def test_grad_through_counter_bounded_while_without_hint(x):
+    want = jax.grad(grows)(jnp.float32(x))  # Python loop on concrete values
+    got = jax.grad(autograph.convert(grows))(jnp.float32(x))
+    hinted = jax.jit(jax.grad(autograph.convert(grows_hinted)))(jnp.float32(x))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(jax.jit(jax.grad(autograph.convert(grows)))(x), want, rtol=1e-5)
+    np.testing.assert_allclose(hinted, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("x", [0.05, 1.0, 30.0])
+@pytest.mark.parametrize("n", [0, 3, 7])
+def test_counting_down_with_a_step_of_two(x, n):
+    want = jax.grad(countdown)(jnp.float32(x), n)
+    got = jax.jit(jax.grad(autograph.convert(countdown)), static_argnums=1)(jnp.float32(x), n)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("x", [0.5, 3.0, 60.0])
+def test_not_equal_counter_reaches_its_limit(x):
+    want = jax.grad(not_equal)(jnp.float32(x))
+    got = jax.jit(jax.grad(autograph.convert(not_equal)))(jnp.float32(x))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_forward_runs_keep_the_early_exit_while_loop():
+    # without reverse mode the loop stays a `while_loop` (it stops at its test)
+    jaxpr = jax.make_jaxpr(autograph.convert(grows))(1.0)
+    assert "while" in str(jaxpr) and "scan" not in str(jaxpr)
+    jaxpr = jax.make_jaxpr(jax.grad(autograph.convert(grows)))(1.0)
+    assert "scan" in str(jaxpr)
+
+
+def test_counter_that_moves_on_one_path_only_is_not_a_bound():
+    def f(x):
+        i = 0
+        while x < 100.0 and i < 6:
+            x = x * 2.0
+            if x > 10.0:
+                i += 1
+        return x
+
+    src = autograph.to_code(f)
+    assert "bound=" not in src
+
+
+def test_counter_bound_in_generated_code():
+    src = autograph.to_code(grows)
+    assert "bound=('i', '<', lambda: 6, 1)" in src
