@@ -408,12 +408,15 @@ class Generator:
         kind = ch.pick(["convert", "plain", "function", "jit", "plain_if"], [3, 2, 1.5, 1.5, 1])
         straight = kind in ("plain", "jit")
         sub = Generator(ch, p_maybe=0, max_depth=0 if straight else 2,
-                        exclude=self.exclude | ({"ifexp", "value_boolop"} if straight else set()))
+                        exclude=self.exclude | ({"ifexp", "value_boolop", "bool_assign"}
+                                                if straight else set()))
         sub.ret_kind = "f"
         env = Env(defs=set(PARAMS), maybe=set(PARAMS))
         body, term = sub.block(env, 0, 1, 4 if straight else 5, kind="top")
         if not term:
             body.append(f"return {sub.ret_value(env)}")
+        # a float on every path: `jax.grad` needs one (an int return is its own error)
+        body = [_float_return(ln) for ln in body]
         name = f"h{index}"
         decorator = {"convert": "@autograph.convert\n", "function": "@autograph.function\n",
                      "jit": "@jax.jit\n"}.get(kind, "")
@@ -432,7 +435,7 @@ class Generator:
 
     def assign(self, env: Env) -> list[str]:
         ch = self.ch
-        typ = ch.pick([F, V, I, B], [5, 2.5, 1.5, 0.5])
+        typ = ch.pick([F, V, I, B], [5, 2.5, 1.5, 0 if "bool_assign" in self.exclude else 0.5])
         if typ == F:
             target = ch.pick(["a", "b", "c", "x"], [3, 3, 2, 1])
             rhs = self.fexpr(env, ch.integer(1, 3))
@@ -655,6 +658,14 @@ class Generator:
             body.append(f"return {self.ret_value(env)}")
         src = prelude + "def f(x, v, n):\n" + "".join(f"    {ln}\n" for ln in body)
         return Program(src, maybe_reads=self.maybe_reads)
+
+
+def _float_return(line: str) -> str:
+    stripped = line.lstrip()
+    if not stripped.startswith("return "):
+        return line
+    indent = line[:len(line) - len(stripped)]
+    return f"{indent}return jnp.float32({stripped[len('return '):]})"
 
 
 def generate(ch: Chooser, **kwargs) -> Program:
