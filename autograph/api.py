@@ -201,10 +201,15 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
         return fn
     library = _calls.library_module(plain)
     if library not in (None, "autograph"):  # (autograph's own doctests run as autograph)
+        # the library the function comes from (`functools.wraps` keeps its module)
+        shown = (getattr(plain, "__module__", None) or library).split(".")[0]
+        shown = shown if shown in _calls.SKIP_PACKAGES else library
         warnings.warn(
-            f"autograph: `{plain.__qualname__}` is {library}'s code and runs unconverted; "
-            f"convert your own function or method instead (for a wrapper such as "
-            f"`{library}.<transform>(f)`, pass it `autograph.convert(f)`)", stacklevel=2)
+            f"autograph: `{plain.__qualname__}` is {shown}'s code and runs unconverted; "
+            f"convert your own code instead: decorate the function or method it calls (for "
+            f"a module, its `__call__`) with `@autograph.convert`, or pass "
+            f"`autograph.convert(f)` to a wrapper such as `{shown}.<transform>(f)`",
+            stacklevel=2)
         return fn
     if _transforms.is_jit(fn) and _transforms.jit_options(fn) is None:
         warnings.warn(f"autograph: the `jax.jit` options of `{plain.__qualname__}` cannot be "

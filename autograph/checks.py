@@ -82,6 +82,33 @@ class _Checker(gast.NodeVisitor):
 
     def visit_While(self, node):
         self._no_walrus(node.test, "a `while` condition")
+        self._loop_body(node)
+
+    def visit_For(self, node):
+        self._loop_body(node)
+
+    def _loop_body(self, node):
+        # the loop's own options, if any, lead its body; any other is misplaced
+        for field, value in gast.iter_fields(node):
+            if field == "body":
+                start = 1 if value and _is_loop_options(value[0]) else 0
+                for stmt in value[start:]:
+                    self.visit(stmt)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, gast.AST):
+                        self.visit(item)
+            elif isinstance(value, gast.AST):
+                self.visit(value)
+
+    def visit_Call(self, node):
+        if _is_loop_options_call(node):
+            self._reject(
+                node, "`set_loop_options` must be the first statement of a loop body",
+                "move the call to the top of the body of the loop it configures (it applies "
+                "to every iteration, so it cannot sit inside an `if` or after other statements)",
+                observed="this call is not the first statement of a `while` or `for` body, "
+                         "so it would be ignored")
         self.generic_visit(node)
 
     def visit_BoolOp(self, node):
@@ -111,6 +138,17 @@ class _Checker(gast.NodeVisitor):
                 self._reject(node, "`del` of a variable is not supported in converted functions",
                              f"assign `{target.id} = None` instead", observed=f"`del {target.id}`")
         self.generic_visit(node)
+
+
+def _is_loop_options_call(node) -> bool:
+    func = node.func
+    name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
+    return name == "set_loop_options"
+
+
+def _is_loop_options(stmt) -> bool:
+    return (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)
+            and _is_loop_options_call(stmt.value))
 
 
 def _in_nested_def(root, node) -> bool:

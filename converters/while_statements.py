@@ -90,19 +90,38 @@ def _step(stmt: gast.stmt, name: str) -> int | None:
     return None
 
 
-def _invariant(limit: gast.expr, modified) -> bool:
-    """A limit the body cannot change: a constant, or a name (or attribute of one) it keeps."""
+def _invariant(limit: gast.expr, body) -> bool:
+    """A limit the body does not assign: a constant, a name or an attribute chain of one.
+
+    (``while_stmt`` checks again, after tracing the body, that a Python-int
+    limit kept its value.)
+    """
     if isinstance(limit, gast.Constant):
         return type(limit.value) is int
-    root = limit
-    while isinstance(root, gast.Attribute):
-        root = root.value
-    return isinstance(root, gast.Name) and root.id not in modified
+    chain = _dotted(limit)
+    if chain is None:
+        return False
+    for node in gast.walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(getattr(node, "ctx", None), (gast.Store, gast.Del)):
+            target = _dotted(node)
+            if target is not None and (target == chain[:len(target)] if isinstance(
+                    node, gast.Name) else target == chain):
+                return False
+    return True
+
+
+def _dotted(node) -> tuple[str, ...] | None:
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, gast.Name):
+        return None
+    return (node.id, *reversed(parts))
 
 
 def counter_bound(node: gast.While, body: list[gast.stmt], state) -> gast.expr | None:
     """``(name, op, lambda: limit, step)`` for a counter that bounds the loop, or None."""
-    modified = anno.get(node, Anno.BODY_SCOPE).modified
     for conj in _conjuncts(node.test):
         if not (isinstance(conj, gast.Compare) and len(conj.ops) == 1
                 and type(conj.ops[0]) in _OPS):
@@ -115,7 +134,7 @@ def counter_bound(node: gast.While, body: list[gast.stmt], state) -> gast.expr |
             name, limit, op = right.id, left, _FLIPPED[op]
         else:
             continue
-        if not _invariant(limit, modified):
+        if not _invariant(limit, body):
             continue
         steps = [_step(stmt, name) for stmt in body]
         stores = sum(1 for n in gast.walk(gast.Module(body=body, type_ignores=[]))

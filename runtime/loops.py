@@ -23,6 +23,8 @@ type, shape or structure changes across an iteration raises
 
 from __future__ import annotations
 
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -70,17 +72,26 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
             opts = dict(opts or {})
+            limit = None
             if bound is not None and opts.get("maximum_iterations") is None:
                 trips = _bounded_trips(bound, state, names, (test, body))
                 if trips is not None:
-                    opts["maximum_iterations"] = trips
+                    opts["maximum_iterations"], limit = trips, bound[2]()
             lifted = objects.lift(state, (test, body), "`while` loop")
             if lifted is not None:  # Flax objects the body updates: carried, written back
-                return lifted.finish(_staged_while(
+                out = lifted.finish(_staged_while(
                     lifted.wrap(test, returns_state=False), lifted.wrap(body),
-                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,),
-                    opts or {}))
-            return _staged_while(test, body, state, names, opts or {})
+                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), opts))
+            else:
+                out = _staged_while(test, body, state, names, opts)
+            if limit is not None and bound[2]() != limit:
+                raise errors.LoopStateError(
+                    "the limit of a loop's counter must not change inside the loop",
+                    observed=f"`{bound[0]} {bound[1]} ...` bounds the loop, and its limit "
+                             f"changed from {limit} to {bound[2]()} while the body ran",
+                    variable=bound[0],
+                    fix="compute the limit before the loop, in a variable the body keeps")
+            return out
         if not c:
             return state
         state = tuple(body(*state))
@@ -206,7 +217,7 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
             if not c:
                 return state
         x = seq.python_slice(k)
-        if st_any_traced(state) or (x is not None and st_any_traced(x)):
+        if (st_any_traced(state) or (x is not None and st_any_traced(x))) and not _in_linen():
             try:
                 return _scan_for(seq, k, body, state, names, extra_test)
             except _NEEDS_PYTHON_INDEX as e:
@@ -237,6 +248,19 @@ def _warn_unrolled(error) -> None:
         f"index or item as a Python value ({reason}); iterate over the Python list "
         f"itself, or index arrays with the traced index, to stage it as one `lax.scan`",
         stacklevel=3)
+
+
+def _in_linen() -> bool:
+    """Whether a Flax linen module's method is running (``@nn.compact`` code).
+
+    Linen creates submodules and parameters as its methods run, which a
+    staged loop body cannot do; there, a loop with a static trip count runs
+    as the Python loop linen expects (linen's own ``nn.scan`` stages one).
+    """
+    module = sys.modules.get("flax.linen.module")
+    context = getattr(module, "_context", None)
+    stack = getattr(context, "module_stack", None)
+    return bool(stack) and stack[-1] is not None
 
 
 def st_any_traced(tree) -> bool:

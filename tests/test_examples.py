@@ -32,7 +32,8 @@ def run_main(capsys, name, argv):
 
 
 @pytest.mark.parametrize("name", ["collatz", "training_loop", "model_call", "dense_stack",
-                                  "newton", "greedy_decode", "fizzbuzz"])
+                                  "newton", "greedy_decode", "fizzbuzz", "nnx_model",
+                                  "linen_model"])
 def test_example_layout(name):
     with open(os.path.join(EXAMPLES, name + ".py")) as f:
         text = f.read()
@@ -144,3 +145,18 @@ def test_fizzbuzz_compiled_prints_like_python(capsys):
     sections = _sections(out)
     assert sections["-- autograph.function, n = jnp.int32(5)"] == FIZZBUZZ_5
     assert sections["-- autograph.function, n = jnp.int32(6)"] == FIZZBUZZ_5 + ["Fizz"]
+
+
+def test_nnx_model(capsys):
+    result, out = run_main(capsys, "nnx_model", ["--steps", "8", "--examples", "32"])
+    assert "ag__.while_stmt" in out and "bound=('i', '<', lambda: self.max_steps, 1)" in out
+    assert "compiled == eager" in out
+    assert result["steps"] > 0
+    assert all(math.isfinite(v) for v in result["losses"])
+    assert result["losses"][-1] < result["losses"][0]
+
+
+def test_linen_model(capsys):
+    result, out = run_main(capsys, "linen_model", ["--steps", "10"])
+    assert "compiled == eager on both branches" in out
+    assert result["losses"][-1] < result["losses"][0]

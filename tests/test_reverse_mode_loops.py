@@ -101,3 +101,27 @@ def test_counter_that_moves_on_one_path_only_is_not_a_bound():
 def test_counter_bound_in_generated_code():
     src = autograph.to_code(grows)
     assert "bound=('i', '<', lambda: 6, 1)" in src
+
+
+class _Box:
+    def __init__(self):
+        self.n = 3
+
+    def bump(self):
+        self.n += 1
+        return 0.0
+
+
+def test_a_limit_that_changes_while_the_body_runs_is_an_error():
+    def f(x):
+        box = _Box()
+        i = 0
+        while x < 100.0 and i < box.n:
+            x = x * 2.0 + box.bump()
+            i += 1
+        return x
+
+    assert "lambda: box.n" in autograph.to_code(f)
+    with pytest.raises(autograph.LoopStateError, match="limit") as info:
+        jax.jit(jax.grad(autograph.convert(f)))(1.0)
+    assert "test_reverse_mode_loops.py" in str(info.value)
