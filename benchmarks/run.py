@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import conversion  # noqa: E402
 import dense_stack  # noqa: E402
+import elif_chain  # noqa: E402
 import function_call  # noqa: E402
 import loops  # noqa: E402
 
@@ -62,6 +63,10 @@ def table(results) -> list:
         unrolled = "" if r["unrolled_s"] is None else f" (unrolled: {r['unrolled_s']:.3f} s)"
         rows.append(_row(f"first call, range({r['n']}){unrolled}", r["converted_s"], "s",
                          "lax.fori_loop", r["fori_s"], None))
+    for r in results["elif_chain"]:
+        rows.append(_row(f"first call, if/elif chain of {r['n']} returning Python constants",
+                         r["python_s"], "s", "the chain returning arrays", r["array_s"],
+                         "ratio <= 1.5", 1.5))
     for r in results["loops"]["steady_state"]:
         rows.append(_row(f"run time, {r['program']}", r["converted_us"], "us",
                          "hand-written lax", r["lax_us"], "ratio <= 1.05", 1.05))
@@ -128,6 +133,8 @@ def main(argv=None) -> dict:
         function_call.main()
     print("== conversion ==")
     results["conversion"] = conversion.main()
+    print("== elif chain ==")
+    results["elif_chain"] = elif_chain.main(sizes=(4, 8) if quick else elif_chain.SIZES)
     print("== loops ==")
     results["loops"] = loops.main(sizes=(10, 100) if quick else SIZES, unroll_limit=1000)
     rows = table(results)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import jax
+import jax.extend.core as jax_core
 import jax.numpy as jnp
 from jax import lax
 
@@ -145,46 +146,56 @@ def _check_objects(snapshot):
 
 
 def _staged(pred, true_fn, false_fn, init, names, exits=()):
-    records = {}
+    # Each branch's Python runs exactly once, into a jaxpr; the `lax.cond` is then
+    # built from the jaxprs (with casts where the branches' outputs differ in
+    # dtype or Python-ness). Running a branch again would make an `elif` chain
+    # cost time exponential in its length, every level tracing its branches twice.
+    records, jaxprs = {}, {}
     snapshot = st.object_snapshot(init)
 
-    def first(fn, key):
+    def trace(fn, key):
         def run():
-            try:
-                rec = _Record(_run(fn, init, len(names)))
-            except Exception as e:
-                if _deferrable(e):
-                    records[key] = _Raised(e)
-                raise
+            rec = _Record(_run(fn, init, len(names)))
             _check_objects(snapshot)
             records[key] = rec
             return rec.arrays()
-        return run
+        try:
+            with staging():
+                jaxprs[key] = jax.make_jaxpr(run)()
+        except Exception as e:
+            if not _deferrable(e):
+                raise
+            records[key] = _Raised(e)
 
-    try:
+    trace(true_fn, "t")
+    trace(false_fn, "f")
+    raised = [k for k, r in records.items() if isinstance(r, _Raised)]
+    if raised:
+        return _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised[0],
+                                  records[raised[0]].error)
+    sig_t, sig_f = records["t"].signature(), records["f"].signature()
+    if _same(sig_t, sig_f):
         with staging():
-            arrays = lax.cond(pred, first(true_fn, "t"), first(false_fn, "f"))
-    except Exception as e:
-        raised = [k for k, r in records.items() if isinstance(r, _Raised)]
-        if raised:
-            return _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised[0], e)
-        if not isinstance(e, TypeError) or len(records) != 2 or _same(
-                records["t"].signature(), records["f"].signature()):
-            raise
-    else:
-        sig_t, sig_f = records["t"].signature(), records["f"].signature()
-        if _same(sig_t, sig_f):
-            return _rebuild_like(records["t"], _strong_where_either(arrays, sig_t, sig_f))
+            arrays = lax.cond(pred, _replay(jaxprs["t"]), _replay(jaxprs["f"]))
+        return _rebuild_like(records["t"], _strong_where_either(arrays, sig_t, sig_f))
     spec = _merge(records["t"], records["f"], names, exits)
 
-    def second(fn):
+    def cast(key):
+        replay = _replay(jaxprs[key])
+
         def run():
-            return _cast(_run(fn, init, len(names)), spec)
+            return _cast(_rebuild_like(records[key], replay()), spec)
         return run
 
     with staging():
-        arrays = lax.cond(pred, second(true_fn), second(false_fn))
+        arrays = lax.cond(pred, cast("t"), cast("f"))
     return _rebuild(spec, arrays)
+
+
+def _replay(closed):
+    """A function that re-emits a traced branch (its jaxpr) without running its Python."""
+    run = jax_core.jaxpr_as_fun(closed)
+    return lambda: list(run())
 
 
 def _strong_where_either(arrays, sig_t, sig_f):
