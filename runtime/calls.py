@@ -33,11 +33,14 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import types
 import weakref
 from typing import Callable
 
+from autograph import errors
 from . import transforms
+from .values import is_staging
 
 # Top-level packages whose functions are never converted.
 SKIP_PACKAGES = frozenset({
@@ -164,6 +167,37 @@ def resolve(f):
     return f
 
 
+# How many times one function may be active inside its own staged branches and
+# loop bodies: a recursion whose stopping condition is traced never stops, since
+# both branches of the staged `if` are traced, each making the recursive call.
+RECURSION_LIMIT = 24
+_active = threading.local()
+
+
 def converted_call(f, *args, **kwargs):
     """Calls ``f(*args, **kwargs)``, converting ``f`` first when it is user code."""
-    return resolve(f)(*args, **kwargs)
+    target = resolve(f)
+    if not is_staging():
+        return target(*args, **kwargs)
+    depths = getattr(_active, "depths", None)
+    if depths is None:
+        depths = _active.depths = {}
+    key = id(target)
+    depth = depths.get(key, 0)
+    if depth >= RECURSION_LIMIT:
+        name = getattr(f, "__qualname__", getattr(f, "__name__", repr(f)))
+        raise errors.ConversionError(
+            "a recursive call whose stopping condition depends on arrays never stops when "
+            "staged",
+            observed=f"`{name}` called itself {depth} levels deep inside its own staged "
+                     f"branches; both branches of a staged `if` are traced, so each level "
+                     f"makes the recursive call again",
+            variable=name,
+            fix="write the recursion as a `while` loop carrying the accumulated value, or make "
+                "the stopping condition a Python value (e.g. a static argument)",
+            location=errors.current_location())
+    depths[key] = depth + 1
+    try:
+        return target(*args, **kwargs)
+    finally:
+        depths[key] = depth

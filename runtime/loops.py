@@ -220,8 +220,12 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
         if (st_any_traced(state) or (x is not None and st_any_traced(x))) and not _in_linen():
             try:
                 return _scan_for(seq, k, body, state, names, extra_test)
-            except _NEEDS_PYTHON_INDEX as e:
-                if seq.n - k > UNROLL_LIMIT:
+            except Exception as e:  # noqa: BLE001 - any staging failure: Python can still run it
+                # Never worse than `jax.jit`, which unrolls this loop: a static
+                # trip count lets Python run what `lax.scan` cannot stage (a
+                # carry that grows or changes dtype, the index used as a Python
+                # value, a library that cannot be traced inside a scan).
+                if seq.n - k > UNROLL_LIMIT or isinstance(e, errors.ConversionError):
                     raise
                 _warn_unrolled(e)
                 return _python_for((seq.element(j, seq.python_slice(j)) for j in range(k, seq.n)),
@@ -242,12 +246,21 @@ def _warn_unrolled(error) -> None:
     import warnings
     loc = errors.current_location()
     where = f"{loc.short}: " if loc is not None else ""
-    reason = str(error).strip().splitlines()[0]
-    warnings.warn(
-        f"{where}this `for` loop runs unrolled in Python, because its body uses the loop "
-        f"index or item as a Python value ({reason}); iterate over the Python list "
-        f"itself, or index arrays with the traced index, to stage it as one `lax.scan`",
-        stacklevel=3)
+    lines = str(error).strip().splitlines()
+    reason = lines[0] if lines else type(error).__name__
+    if isinstance(error, _NEEDS_PYTHON_INDEX):
+        why = (f"its body uses the loop index or item as a Python value ({reason}); iterate "
+               f"over the Python list itself, or index arrays with the traced index, to stage "
+               f"it as one `lax.scan`")
+    else:
+        if isinstance(error, errors.AutographError) and len(lines) > 1:
+            reason = next((ln.strip() for ln in lines if ln.strip().startswith("observed:")),
+                          reason)
+        why = (f"it cannot be staged as one `lax.scan` ({type(error).__name__}: {reason}); "
+               f"as under plain `jax.jit`, each iteration is traced in turn, so compile time "
+               f"grows with the trip count")
+    warnings.warn(f"{where}this `for` loop runs unrolled in Python, because {why}",
+                  stacklevel=3)
 
 
 def _in_linen() -> bool:
