@@ -45,16 +45,6 @@ class _Checker(gast.NodeVisitor):
 
     visit_AsyncFor = visit_AsyncWith = visit_Await
 
-    def visit_Global(self, node):
-        kind = "global" if isinstance(node, gast.Global) else "nonlocal"
-        self._reject(
-            node, f"`{kind}` is not supported in converted functions",
-            "return the new value and assign it in the caller; converted branches and "
-            "loops run as separate functions, so rebinding an outer name would be lost",
-            observed=f"`{kind} {', '.join(node.names)}`")
-
-    visit_Nonlocal = visit_Global
-
     def visit_Try(self, node):
         for block in [node.body, node.orelse, node.finalbody] + [h.body for h in node.handlers]:
             for stmt in block:
@@ -131,13 +121,6 @@ class _Checker(gast.NodeVisitor):
     def visit_Match(self, node):
         self._reject(node, "`match` is not supported in converted functions",
                      "rewrite the `match` as `if`/`elif`")
-
-    def visit_Delete(self, node):
-        for target in node.targets:
-            if isinstance(target, gast.Name):
-                self._reject(node, "`del` of a variable is not supported in converted functions",
-                             f"assign `{target.id} = None` instead", observed=f"`del {target.id}`")
-        self.generic_visit(node)
 
 
 def _is_loop_options_call(node) -> bool:

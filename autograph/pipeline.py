@@ -8,14 +8,16 @@ from autograph import analysis, checks
 from autograph.context import Context
 from autograph.naming import Namer
 from autograph.converters import (assert_statements, break_statements, call_trees,
-                                  conditional_expressions, continue_statements,
-                                  for_statements, if_statements, logical_expressions,
+                                  conditional_expressions, continue_statements, del_statements,
+                                  for_statements, global_statements, if_statements,
+                                  logical_expressions,
                                   print_calls, raise_statements, return_statements,
                                   undefined_reads, while_statements)
 
 PASSES = (
     print_calls,              # print(...) -> ag__.print_, before call_trees would see it
     assert_statements,        # assert -> ag__.assert_; a statement less for the passes below
+    del_statements,           # del x -> x = ag__.Undefined('x'): then an ordinary assignment
     raise_statements,         # raise E -> raise ag__.raised(E): the user's own, deferred
                               # to run time in a staged branch
     call_trees,               # user calls -> converted_call; sees only user calls
@@ -28,8 +30,11 @@ PASSES = (
     conditional_expressions,  # `a if c else b` -> ag__.if_exp
     logical_expressions,      # and/or/not on arrays -> ag__.and_/or_/not_; it also sees
                               # the `not did_break` tests the passes emit
-    undefined_reads,          # reads of names a block may leave unassigned; last, after
-                              # every pass that records such names
+    undefined_reads,          # reads of names a block may leave unassigned; after every
+                              # pass that records such names
+    global_statements,        # `global`/`nonlocal` copied into the generated functions
+                              # that assign those names; last, after every pass that
+                              # makes functions
 )
 
 

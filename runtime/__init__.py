@@ -10,12 +10,12 @@ from .conditionals import if_exp, if_stmt
 from .logical import and_, not_, or_
 from .loops import enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
 from .side_effects import assert_, print_, raised
-from .values import Undefined, UndefinedReturn, ld
+from .values import Undefined, UndefinedReturn, ld, outer_assigned
 
 __all__ = [
     "converted_call", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
     "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
-    "UndefinedReturn", "print_", "assert_", "ld", "raised",
+    "UndefinedReturn", "print_", "assert_", "ld", "raised", "outer_assigned",
 ]
 
 # Built-ins reached as values (`fn = range; fn(n)`) run as if written literally.

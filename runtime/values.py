@@ -20,12 +20,13 @@ class Undefined:
     raises ``UnboundLocalError`` in Python.
     """
 
-    __slots__ = ("name", "where")
+    __slots__ = ("name", "where", "deleted")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, deleted: bool = False):
         object.__setattr__(self, "name", name)
-        # the `if` or loop that may leave it unassigned, for the error message
+        # the `if` or loop that may leave it unassigned (or the `del`), for the message
         object.__setattr__(self, "where", errors.current_location())
+        object.__setattr__(self, "deleted", deleted)
 
     def __repr__(self) -> str:
         return f"Undefined({self.name!r})"
@@ -33,6 +34,13 @@ class Undefined:
     def _fail(self, *args, **kwargs):
         where = self.where
         observed = f"no path through the code before this point assigns `{self.name}`"
+        if self.deleted:
+            raise errors.UndefinedVariableError(
+                f"`{self.name}` is used after it was deleted",
+                observed=f"`del {self.name}`" + (f" at {where.short}" if where else "")
+                         + " ran on the path that reached this read",
+                variable=self.name, location=errors.current_location() or where,
+                fix=f"read `{self.name}` before the `del`, or assign it again first")
         if where is not None:
             observed = (f"the statement at {where.short} does not assign `{self.name}` "
                         f"on the path that ran")
@@ -149,3 +157,19 @@ def describe(x) -> str:
 
 def any_traced(tree) -> bool:
     return any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(tree))
+
+
+def outer_assigned(value, name: str, construct: str) -> None:
+    """Refuses a traced value for a ``global``/``nonlocal`` name inside a staged block."""
+    if is_staging() and any_traced(value):
+        from autograph import errors
+        cls = errors.BranchError if construct == "`if`" else errors.LoopStateError
+        raise cls(
+            f"a `global` or `nonlocal` variable cannot be assigned an array inside an "
+            f"array-dependent {construct}",
+            observed=f"`{name}` is assigned a traced value; the staged {construct} runs once "
+                     f"while tracing, so `{name}` would keep a value of that trace",
+            variable=name,
+            fix=f"return the new value of `{name}` from the function and assign it in the "
+                f"caller, or keep it in a local variable",
+            location=errors.current_location())

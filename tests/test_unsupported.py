@@ -28,22 +28,6 @@ def gen_from(x):
 G = 0
 
 
-def uses_global(x):
-    global G
-    G = x
-    return x
-
-
-def uses_nonlocal(x):
-    y = 1
-
-    def inner():
-        nonlocal y
-        y = 2
-    inner()
-    return y
-
-
 def try_around_if(x):
     try:
         if x > 0:
@@ -85,23 +69,14 @@ def uses_match(x):
     return 3
 
 
-def deletes_name(x):
-    y = x
-    del y
-    return x
-
-
 CASES = [
     (gen, "`yield`", "yield y"),
     (gen_from, "`yield`", "yield from"),
-    (uses_global, "`global`", "global G"),
-    (uses_nonlocal, "`nonlocal`", "nonlocal y"),
     (try_around_if, "`if` inside `try`", "if x > 0"),
     (try_around_for, "`for` inside `try`", "for i in"),
     (try_around_while, "`while` inside `try`", "while x > 0"),
     (try_around_return, "`return` inside `try`", "return int(x)"),
     (uses_match, "`match`", "match x"),
-    (deletes_name, "`del`", "del y"),
 ]
 
 

@@ -1,0 +1,97 @@
+"""Carries ``global`` and ``nonlocal`` declarations into generated functions.
+
+    def f(x):                         def f(x):
+        global calls                      global calls
+        if x > 0:              ->         def if_true():
+            calls = calls + 1                 global calls
+        return x                              calls = calls + 1
+                                              ag__.outer_assigned(calls, 'calls', '`if`')
+                                              return ()
+                                          ag__.if_stmt(x > 0, if_true, None, (), names=())
+                                          return x
+
+A declared name is never branch or loop state (the analyses leave it out of
+a function's locals): each generated function that assigns it declares it
+too, so the assignment reaches the same global or enclosing variable that
+the user's code assigns, and ends with ``ag__.outer_assigned(calls, 'calls',
+'`if`')``, which refuses a traced value there: a staged branch or loop body
+runs once, while tracing, so the variable would keep a value of that trace.
+Runs last, after every pass that makes functions.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import anno, templates
+from autograph.analysis import activity
+from autograph.anno import Anno
+from autograph.context import Context
+
+NODES = (gast.Global, gast.Nonlocal)  # the pass is skipped when the tree has none
+REQUIRES = ()
+
+
+_CHECK = templates.Template("ag__.outer_assigned(VALUE, NAME, CONSTRUCT)")
+
+
+def _construct(generated_name: str) -> str:
+    return "`if`" if generated_name.startswith("if_") else "loop"
+
+
+def _assigned(fn: gast.FunctionDef) -> set[str]:
+    """Names ``fn``'s own body (not its nested functions) binds."""
+    names, stack = set(), list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (gast.FunctionDef, gast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del)):
+            names.add(node.id)
+        stack.extend(gast.iter_child_nodes(node))
+    return names
+
+
+class _Transformer(gast.NodeTransformer):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.declared: list[dict[str, type]] = []   # name -> gast.Global | gast.Nonlocal
+
+    def visit_FunctionDef(self, node: gast.FunctionDef):
+        if anno.get(node, Anno.GENERATED) and self.declared:
+            outer = self.declared[-1]
+            mine = sorted(_assigned(node) & set(outer))
+            decls = []
+            for kind in (gast.Global, gast.Nonlocal):
+                names = [n for n in mine if outer[n] is kind]
+                if names:
+                    decl = kind(names=names)
+                    gast.copy_location(decl, node)
+                    decls.append(decl)
+            checks = [_CHECK.substitute(node, VALUE=templates.name(n),
+                                        NAME=templates.literal(n),
+                                        CONSTRUCT=templates.literal(_construct(node.name)))[0]
+                      for n in mine]
+            body = node.body
+            if checks and body and isinstance(body[-1], gast.Return):
+                body = body[:-1] + checks + body[-1:]
+            node.body = decls + body
+            self.declared.append(outer)
+        else:
+            own = {}
+            for stmt in gast.walk(gast.Module(body=node.body, type_ignores=[])):
+                if isinstance(stmt, (gast.Global, gast.Nonlocal)):
+                    for n in stmt.names:
+                        own[n] = type(stmt)
+            own = {n: k for n, k in own.items() if n in activity.declared_outer(node)}
+            self.declared.append(own)
+        try:
+            self.generic_visit(node)
+        finally:
+            self.declared.pop()
+        return node
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    return _Transformer(ctx).visit(node)
