@@ -329,6 +329,8 @@ class Generator:
         weights = [4, 1.5, 1, 1.5, 1, 0.8, 1, 1, 0.5]
         if d <= 0:
             kinds, weights = kinds[:5] + ["bool"], weights[:5] + [0.5]
+        if "python_bool" in self.exclude:  # only conditions `jnp.where` can take traced
+            kinds, weights = ["fcmp", "icmp", "reduce", "sumcmp"], [4, 1.5, 1.5, 1]
         kind = ch.pick(kinds, weights)
         if kind == "fcmp":
             return f"{self.fexpr(env, min(d, 1))} {ch.pick(_CMP)} {self.fexpr(env, min(d, 1))}"
@@ -408,8 +410,8 @@ class Generator:
         kind = ch.pick(["convert", "plain", "function", "jit", "plain_if"], [3, 2, 1.5, 1.5, 1])
         straight = kind in ("plain", "jit")
         sub = Generator(ch, p_maybe=0, max_depth=0 if straight else 2,
-                        exclude=self.exclude | ({"ifexp", "value_boolop", "bool_assign"}
-                                                if straight else set()))
+                        exclude=self.exclude | ({"ifexp", "value_boolop", "bool_assign",
+                                                 "python_bool"} if straight else set()))
         sub.ret_kind = "f"
         env = Env(defs=set(PARAMS), maybe=set(PARAMS))
         body, term = sub.block(env, 0, 1, 4 if straight else 5, kind="top")
