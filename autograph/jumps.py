@@ -88,6 +88,8 @@ def lower(stmts: list[gast.stmt], jump: Jump) -> tuple[list[gast.stmt], bool, bo
                 return out, may, always
         elif isinstance(node, (gast.With, gast.AsyncWith)):
             node.body, may, always = lower(node.body, jump)
+        elif isinstance(node, gast.Try):
+            may, always = _lower_try(node, jump)
         elif isinstance(node, (gast.While, gast.For)) and jump.enter_loop(node):
             # `while True:` without `break` ends only through the jump
             endless = isinstance(node, gast.While) and _always_true(node.test)
@@ -110,6 +112,29 @@ def lower(stmts: list[gast.stmt], jump: Jump) -> tuple[list[gast.stmt], bool, bo
             out.append(jump.guard(rest_out, rest[0]))
             return out, True, rest_always  # it jumped already, or the rest jumps
     return out, block_may, False
+
+
+def _lower_try(node: gast.Try, jump: Jump) -> tuple[bool, bool]:
+    """Lowers the jumps of a `try`'s body, handlers and `else:`; ``finally:`` runs anyway.
+
+    The `else:` runs only when the body finished without jumping, so it is
+    guarded by the flag when the body may jump. (Jumps inside ``finally:`` are
+    rejected by ``checks``.)
+    """
+    node.body, b_may, b_always = lower(node.body, jump)
+    node.body = node.body or [gast.Pass()]
+    h_may, h_always = False, True
+    for handler in node.handlers:
+        handler.body, may, always = lower(handler.body, jump)
+        handler.body = handler.body or [gast.Pass()]
+        h_may, h_always = h_may or may, h_always and always
+    orelse, o_may, o_always = lower(node.orelse, jump)
+    if b_always:
+        orelse, o_may, o_always = [], False, False
+    elif b_may and orelse:
+        orelse = [jump.guard(orelse, node.orelse[0])]
+    node.orelse = orelse
+    return b_may or h_may or o_may, (b_always or o_always) and h_always
 
 
 def _always_true(test) -> bool:

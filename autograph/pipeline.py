@@ -12,6 +12,7 @@ from autograph.converters import (assert_statements, break_statements, call_tree
                                   for_statements, global_statements, if_statements,
                                   logical_expressions,
                                   print_calls, raise_statements, return_statements,
+                                  try_statements,
                                   undefined_reads, while_statements)
 
 PASSES = (
@@ -24,6 +25,7 @@ PASSES = (
     continue_statements,      # continue -> guards, before any loop changes shape
     break_statements,         # break -> flag + extra loop test; needs continue gone
     return_statements,        # one exit; loops gain a `not did_return` test
+    try_statements,           # names a `try` body may leave unbound: bound to Undefined
     if_statements,            # also lowers the guards the passes above emit
     while_statements,
     for_statements,

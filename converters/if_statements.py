@@ -178,7 +178,8 @@ class _Transformer(FunctionScopes):
         self.ctx.maybe_undefined.update(
             (set(params) & set(outputs)) - anno.get(node, Anno.DEFINED_IN))
         # `exits=` matters only where an output may still be unbound (see the docstring)
-        unbound = set(outputs) - anno.get(node, Anno.DEFINED_IN)
+        unbound = (set(outputs) - anno.get(node, Anno.DEFINED_IN)) | (
+            set(outputs) & self.ctx.maybe_undefined)
         exits = tuple(o for o in outputs if o in self.ctx.jump_flags) if unbound else ()
         if outputs:
             args = dict(OUTPUTS=outputs, TEST=node.test, TRUE_FN=true_fn, FALSE_FN=false_ref,

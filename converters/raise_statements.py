@@ -7,7 +7,9 @@ and records that the user raised it. Inside a staged branch, such an
 exception is deferred: it is raised when the program takes that branch at run
 time, as Python would. Any other exception met while tracing a branch (an
 error of JAX, of a library, of the program's types) propagates at once. A
-bare `raise` (re-raising in an `except`) is left as it is.
+bare `raise` (re-raising in an `except`) is left as it is. Inside the body of
+a `try` it becomes ``ag__.raised(E, in_try=True)``: no handler could catch it
+at run time, so a staged branch refuses it while tracing instead.
 """
 
 from __future__ import annotations
@@ -22,18 +24,40 @@ NODES = (gast.Raise,)  # the pass is skipped when the tree has none
 REQUIRES = ()
 
 _RAISED = templates.Template("ag__.raised(EXC)")
+_RAISED_IN_TRY = templates.Template("ag__.raised(EXC, in_try=True)")
 
 
 class _Transformer(gast.NodeTransformer):
     def __init__(self, ctx: Context):
         self.ctx = ctx
+        self.try_depth = 0
 
     def visit_ClassDef(self, node):
         return convert_methods(self, node)
 
+    def visit_FunctionDef(self, node):
+        depth, self.try_depth = self.try_depth, 0  # a nested function's own `try`s
+        try:
+            self.generic_visit(node)
+        finally:
+            self.try_depth = depth
+        return node
+
+    def visit_Try(self, node: gast.Try):
+        # a `raise` in the body may be caught by this `try`'s own handlers
+        self.try_depth += 1
+        node.body = [self.visit(s) for s in node.body]
+        self.try_depth -= 1
+        for h in node.handlers:
+            self.visit(h)
+        node.orelse = [self.visit(s) for s in node.orelse]
+        node.finalbody = [self.visit(s) for s in node.finalbody]
+        return node
+
     def visit_Raise(self, node: gast.Raise):
         if node.exc is not None:
-            node.exc = _RAISED.substitute_expr(node.exc, EXC=node.exc)
+            template = _RAISED_IN_TRY if self.try_depth else _RAISED
+            node.exc = template.substitute_expr(node.exc, EXC=node.exc)
         return node
 
 

@@ -71,7 +71,7 @@ def _needs_lowering(body) -> bool:
     for node in body:
         if isinstance(node, (gast.FunctionDef, gast.ClassDef)):
             continue
-        for field in ("body", "orelse", "finalbody"):
+        for field in ("body", "orelse", "finalbody", "handlers"):
             block = getattr(node, field, None)
             if block and jumps.contains(block, _is_return, enter_loops=True):
                 return True

@@ -165,6 +165,16 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
         except Exception as e:
             if not _deferrable(e):
                 raise
+            if user_raised(e) == "try":
+                raise errors.BranchError(
+                    "an exception raised in an array-dependent branch cannot be caught by "
+                    "`except`",
+                    observed=f"`raise {type(e).__name__}(...)` sits in a branch whose "
+                             f"condition is only known at run time, inside a `try`; the "
+                             f"staged branch would raise when the program runs, where no "
+                             f"`except` can catch it",
+                    fix="decide with `jnp.where` or a flag instead of raising, or make the "
+                        "condition a Python value") from e
             records[key] = _Raised(e)
 
     trace(true_fn, "t")

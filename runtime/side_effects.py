@@ -91,22 +91,27 @@ def assert_(test, message_thunk=None):
 _USER_RAISED = "__autograph_user_raised__"
 
 
-def raised(exc):
+def raised(exc, in_try: bool = False):
     """The exception a user's ``raise exc`` raises, marked as the user's own.
 
     A class is instantiated, as ``raise`` does. Inside a staged branch a
-    marked exception is raised at run time, only when the branch is taken.
+    marked exception is raised at run time, only when the branch is taken;
+    one raised inside a ``try`` body (``in_try``), which a handler may catch,
+    cannot wait for run time.
     """
     if isinstance(exc, type) and issubclass(exc, BaseException):
         exc = exc()
     if isinstance(exc, BaseException):
         try:
-            setattr(exc, _USER_RAISED, True)
+            setattr(exc, _USER_RAISED, "try" if in_try else True)
         except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
             pass
     return exc
 
 
-def user_raised(e: BaseException) -> bool:
-    """Whether ``e`` was raised by a ``raise`` or ``assert`` of the user's converted code."""
+def user_raised(e: BaseException):
+    """Whether ``e`` was raised by a ``raise`` or ``assert`` of the user's converted code.
+
+    ``"try"`` when it was raised inside the body of a ``try``.
+    """
     return e.__dict__.get(_USER_RAISED, False) if hasattr(e, "__dict__") else False

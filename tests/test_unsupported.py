@@ -25,43 +25,6 @@ def gen_from(x):
     yield from range(x)
 
 
-G = 0
-
-
-def try_around_if(x):
-    try:
-        if x > 0:
-            x = -x
-    except ValueError:
-        pass
-    return x
-
-
-def try_around_for(x):
-    try:
-        pass
-    finally:
-        for i in range(3):
-            x = x + i
-    return x
-
-
-def try_around_while(x):
-    try:
-        x = x + 1
-    except ValueError:
-        while x > 0:
-            x = x - 1
-    return x
-
-
-def try_around_return(x):
-    try:
-        return int(x)
-    except ValueError:
-        return 0
-
-
 def uses_match(x):
     match x:
         case 1:
@@ -72,10 +35,6 @@ def uses_match(x):
 CASES = [
     (gen, "`yield`", "yield y"),
     (gen_from, "`yield`", "yield from"),
-    (try_around_if, "`if` inside `try`", "if x > 0"),
-    (try_around_for, "`for` inside `try`", "for i in"),
-    (try_around_while, "`while` inside `try`", "while x > 0"),
-    (try_around_return, "`return` inside `try`", "return int(x)"),
     (uses_match, "`match`", "match x"),
 ]
 
