@@ -75,7 +75,11 @@ class ConcreteFunction:
         return self._lowered.as_text()
 
     def __call__(self, *args, **kwargs):
+        """Calls the trace with its array arguments alone (the Python values were bound
+        when it was traced), or with the full original call, the same Python values
+        included, as TensorFlow's concrete functions accept both."""
         specs, kwspecs = self.structured_input_signature
+        args, kwargs = self._bind_python_values(args, kwargs)
         args, kwargs = self._positional(args, kwargs, len(specs), set(kwspecs))
         checked = [_check_spec(self._name, self._function._arg_name(i), s, a)
                    for i, (s, a) in enumerate(zip(specs, args))]
@@ -87,6 +91,21 @@ class ConcreteFunction:
         if self._exported is None:  # one symbolic trace serves every size
             self._exported = jax.export.export(self._jitted)(*specs, **kwspecs)
         return self._exported.call(*checked, **checked_kw)
+
+    def _bind_python_values(self, args, kwargs):
+        """The array arguments alone, filled in with the Python values of the trace."""
+        specs, kwspecs = self.structured_input_signature
+        dynamic = [i for i, s in enumerate(specs) if _is_spec_tree(s)]
+        static_kw = {k: v for k, v in kwspecs.items() if not _is_spec_tree(v)}
+        if (len(dynamic) < len(specs) and len(args) == len(dynamic)
+                and set(kwargs) <= set(kwspecs) - set(static_kw)):
+            full = list(specs)
+            for i, a in zip(dynamic, args):
+                full[i] = a
+            return tuple(full), {**static_kw, **kwargs}
+        if static_kw and len(args) == len(specs) and not set(static_kw) & set(kwargs):
+            return args, {**static_kw, **kwargs}
+        return args, kwargs
 
     def _positional(self, args, kwargs, n, kwnames):
         """Maps keyword arguments of the traced positional parameters to positions."""

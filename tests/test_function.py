@@ -1032,3 +1032,19 @@ def test_not_picklable(branchy):
 
     with pytest.raises(TypeError, match="pickle"):
         pickle.dumps(branchy)
+
+
+def test_concrete_function_takes_the_arrays_alone_or_the_whole_call():
+    @autograph.function
+    def scaled(x, n, scale=2.0):
+        for _ in range(n):
+            x = x * scale
+        return x
+
+    cf = scaled.get_concrete_function(jnp.ones(3), 2)
+    want = np.full(3, 4.0)
+    np.testing.assert_allclose(cf(jnp.ones(3)), want)          # Python values bound
+    np.testing.assert_allclose(cf(jnp.ones(3), 2), want)       # the original call
+    np.testing.assert_allclose(cf(jnp.ones(3), n=2), want)
+    with pytest.raises(ValueError, match="traced with the Python value 2"):
+        cf(jnp.ones(3), 3)
