@@ -10,6 +10,7 @@ from autograph.naming import Namer
 from autograph.converters import (assert_statements, break_statements, call_trees,
                                   conditional_expressions, continue_statements, del_statements,
                                   for_statements, global_statements, if_statements,
+                                  item_assignments,
                                   logical_expressions,
                                   print_calls, raise_statements, return_statements,
                                   try_statements,
@@ -22,6 +23,8 @@ PASSES = (
     raise_statements,         # raise E -> raise ag__.raised(E): the user's own, deferred
                               # to run time in a staged branch
     call_trees,               # user calls -> converted_call; sees only user calls
+    item_assignments,         # x[i] = v -> x = ag__.setitem(x, i, v): JAX arrays too; after
+                              # call_trees, which would route its calls
     continue_statements,      # continue -> guards, before any loop changes shape
     break_statements,         # break -> flag + extra loop test; needs continue gone
     return_statements,        # one exit; loops gain a `not did_return` test

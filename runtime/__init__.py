@@ -7,6 +7,7 @@ semantics; traced values are staged with ``lax``.
 from . import calls
 from .calls import converted_call
 from .conditionals import if_exp, if_stmt
+from .items import setitem, setitem_attr
 from .logical import and_, not_, or_
 from .loops import enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
 from .side_effects import assert_, print_, raised
@@ -15,7 +16,7 @@ from .values import Undefined, UndefinedReturn, ld, outer_assigned
 __all__ = [
     "converted_call", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
     "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
-    "UndefinedReturn", "print_", "assert_", "ld", "raised", "outer_assigned",
+    "UndefinedReturn", "print_", "assert_", "ld", "raised", "outer_assigned", "setitem", "setitem_attr",
 ]
 
 # Built-ins reached as values (`fn = range; fn(n)`) run as if written literally.

@@ -209,11 +209,16 @@ def assign_subscript_at_set(x):
 
 
 def test_assign_subscript_store_array():
-    # NumPy arrays are mutable: plain Python semantics
-    _py(assign_subscript_store_array, np.zeros(3, np.float32))
-    # JAX arrays are immutable, traced or not: JAX's own TypeError
-    _raises(TypeError, lambda: jax.jit(autograph.convert(assign_subscript_store_array))(
-        jnp.zeros(3)), assign_subscript_store_array, "x[0] = 5.0")
+    # NumPy arrays are mutable: plain Python semantics (updated in place)
+    a = np.zeros(3, np.float32)
+    _py(assign_subscript_store_array, a.copy())
+    b = a.copy()
+    autograph.convert(assign_subscript_store_array)(b)
+    assert b[0] == 5.0
+    # JAX arrays, traced or not: `x` is rebound to `x.at[0].set(5.0)`
+    for run in (autograph.convert(assign_subscript_store_array),
+                jax.jit(autograph.convert(assign_subscript_store_array))):
+        np.testing.assert_array_equal(run(jnp.zeros(3)), [5.0, 0.0, 0.0])
     got = jax.jit(autograph.convert(assign_subscript_at_set))(jnp.zeros(3))
     np.testing.assert_array_equal(got, [5.0, 0.0, 0.0])
 

@@ -1,0 +1,115 @@
+"""Item assignment that works on JAX arrays too: ``x[i] = v`` rebinds ``x``.
+
+    x[i] = v            ->   x = ag__.setitem(x, i, v)
+    x[i, j] += v        ->   x = ag__.setitem(x, (i, j), v, op='+')
+    x[i][j] = v         ->   x = ag__.setitem(x, i, ag__.setitem(x[i], j, v))
+    self.buf[k] = v     ->   ag__.setitem_attr(self, 'buf', k, v)
+
+``ag__.setitem`` decides by type at run time: a JAX array (traced or not)
+gets a new array, ``x.at[i].set(v)`` (``x.at[i].set(x[i] + v)`` for ``+=``,
+which, like NumPy, writes a repeated index once); a list, dict, NumPy array
+or any other object is updated in place, as in Python, and handed back. So
+one converted function works for both, and a JAX array updated this way is
+carried through branches and loops like any other variable. Another name
+bound to the same JAX array does not see the update. For an attribute
+(``self.buf[k] = v``), the attribute is rebound only when its value is a JAX
+array, which is allowed only where attribute assignment is.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from autograph import templates
+from autograph.context import Context
+from autograph.jumps import convert_methods
+
+NODES = (gast.Subscript,)  # the pass is skipped when the tree has none
+REQUIRES = ()
+
+_OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
+        gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@", gast.BitAnd: "&", gast.BitOr: "|",
+        gast.BitXor: "^", gast.LShift: "<<", gast.RShift: ">>"}
+
+_SET = templates.Template("ag__.setitem(OBJ, INDEX, VALUE)")
+_SET_OP = templates.Template("ag__.setitem(OBJ, INDEX, VALUE, op=OP)")
+_SET_ATTR = templates.Template("ag__.setitem_attr(OBJ, ATTR, INDEX, VALUE)")
+_SET_ATTR_OP = templates.Template("ag__.setitem_attr(OBJ, ATTR, INDEX, VALUE, op=OP)")
+
+
+def _load(node):
+    """A fresh copy of ``node`` (a name, attribute or subscript chain) read, not stored."""
+    if isinstance(node, gast.Name):
+        return gast.copy_location(gast.Name(id=node.id, ctx=gast.Load(), annotation=None,
+                                            type_comment=None), node)
+    if isinstance(node, gast.Attribute):
+        return gast.copy_location(gast.Attribute(value=_load(node.value), attr=node.attr,
+                                                 ctx=gast.Load()), node)
+    if isinstance(node, gast.Subscript):
+        return gast.copy_location(gast.Subscript(value=_load(node.value), slice=node.slice,
+                                                 ctx=gast.Load()), node)
+    return node
+
+
+def _index(node):
+    """The subscript as a value: ``a:b`` becomes ``slice(a, b, None)``, in tuples too."""
+    if isinstance(node, gast.Slice):
+        parts = [p if p is not None else templates.literal(None)
+                 for p in (node.lower, node.upper, node.step)]
+        call = gast.Call(func=gast.Name(id="slice", ctx=gast.Load(), annotation=None,
+                                        type_comment=None), args=parts, keywords=[])
+        return gast.copy_location(call, node)
+    if isinstance(node, gast.Tuple):
+        return gast.copy_location(gast.Tuple(elts=[_index(e) for e in node.elts],
+                                             ctx=gast.Load()), node)
+    return node
+
+
+def _convertible(target) -> bool:
+    """A subscript whose base is a name, or an attribute or subscript chain of one."""
+    node = target
+    while isinstance(node, (gast.Subscript, gast.Attribute)):
+        node = node.value
+    return isinstance(node, gast.Name) and isinstance(target, gast.Subscript)
+
+
+class _Transformer(gast.NodeTransformer):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def visit_ClassDef(self, node):
+        return convert_methods(self, node)
+
+    def _update(self, target: gast.Subscript, value, op, origin):
+        """The statement that stores ``value`` (combined by ``op``) at ``target``."""
+        base = target.value
+        op_arg = {} if op is None else {"OP": templates.literal(op)}
+        if isinstance(base, gast.Attribute):
+            template = _SET_ATTR if op is None else _SET_ATTR_OP
+            call = template.substitute_expr(origin, OBJ=_load(base.value),
+                                            ATTR=templates.literal(base.attr),
+                                            INDEX=_index(target.slice), VALUE=value, **op_arg)
+            return gast.copy_location(gast.Expr(value=call), origin)
+        template = _SET if op is None else _SET_OP
+        call = template.substitute_expr(origin, OBJ=_load(base), INDEX=_index(target.slice),
+                                        VALUE=value, **op_arg)
+        if isinstance(base, gast.Subscript):  # x[i][j] = v: store the updated x[i] in x
+            return self._update(base, call, None, origin)
+        assign = gast.Assign(targets=[gast.Name(id=base.id, ctx=gast.Store(), annotation=None,
+                                                type_comment=None)],
+                             value=call, type_comment=None)
+        return gast.copy_location(assign, origin)
+
+    def visit_Assign(self, node: gast.Assign):
+        if len(node.targets) == 1 and _convertible(node.targets[0]):
+            return self._update(node.targets[0], node.value, None, node)
+        return node
+
+    def visit_AugAssign(self, node: gast.AugAssign):
+        if _convertible(node.target) and type(node.op) in _OPS:
+            return self._update(node.target, node.value, _OPS[type(node.op)], node)
+        return node
+
+
+def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    return _Transformer(ctx).visit(node)

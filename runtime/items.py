@@ -1,0 +1,61 @@
+"""Item assignment in converted code: a new JAX array, or Python's in-place update."""
+
+from __future__ import annotations
+
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .values import Tracer
+
+_BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+           "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
+           "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
+           ">>": operator.rshift}
+_INPLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
+            "//": operator.ifloordiv, "%": operator.imod, "**": operator.ipow,
+            "@": operator.imatmul, "&": operator.iand, "|": operator.ior, "^": operator.ixor,
+            "<<": operator.ilshift, ">>": operator.irshift}
+
+
+def _is_jax_array(x) -> bool:
+    return isinstance(x, (jax.Array, Tracer))
+
+
+def setitem(obj, index, value, op: str | None = None):
+    """``obj[index] = value`` (or ``obj[index] op= value``); returns the updated object.
+
+    The semantics are given by this Python implementation, for objects that
+    can be updated in place::
+
+        if op is not None:
+            value = obj[index] <op>= value   # the item's in-place operator
+        obj[index] = value
+        return obj
+
+    A JAX array cannot be: it gives ``obj.at[index].set(value)`` (with
+    ``op``, ``obj.at[index].set(obj[index] <op> value)``, so a repeated index
+    is written once, as in NumPy). A boolean mask of ``obj``'s shape with a
+    scalar value is ``jnp.where(mask, value, obj)``, which also works traced.
+    """
+    if not _is_jax_array(obj):
+        if op is not None:
+            value = _INPLACE[op](obj[index], value)
+        obj[index] = value
+        return obj
+    if op is not None:
+        value = _BINARY[op](obj[index], value)
+    if (_is_jax_array(index) or isinstance(index, np.ndarray)) and np.dtype(
+            index.dtype) == np.bool_ and np.shape(index) == np.shape(obj) and np.ndim(value) == 0:
+        return jnp.where(index, jnp.asarray(value, obj.dtype), obj)
+    return obj.at[index].set(value)
+
+
+def setitem_attr(obj, attr: str, index, value, op: str | None = None) -> None:
+    """``obj.attr[index] = value``: the attribute is rebound only to a new JAX array."""
+    current = getattr(obj, attr)
+    new = setitem(current, index, value, op)
+    if new is not current:
+        setattr(obj, attr, new)
