@@ -13,6 +13,7 @@ import gast
 from autograph import templates
 from autograph.context import Context
 from autograph.jumps import convert_methods
+from .print_calls import deferred_fstring
 
 NODES = (gast.Assert,)  # the pass is skipped when the tree has none
 REQUIRES = ()
@@ -29,6 +30,8 @@ class _Transformer(gast.NodeTransformer):
         return convert_methods(self, node)
 
     def visit_Assert(self, node: gast.Assert):
+        if isinstance(node.msg, gast.JoinedStr):  # formatted when the check fails
+            node.msg = deferred_fstring(node.msg)
         if node.msg is None:
             call = _ASSERT_NO_MSG.substitute_expr(node, TEST=node.test)
         else:

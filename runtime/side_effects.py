@@ -16,6 +16,34 @@ def _has_tracer(values) -> bool:
     return any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
+class FString:
+    """An f-string whose fields hold traced values: formatted when the program runs.
+
+    A pytree whose leaves are the fields' arrays, so ``print_`` sends them to
+    the host with the other traced arguments.
+    """
+
+    def __init__(self, fmt, fields):
+        self.fmt, self.fields = fmt, tuple(fields)
+
+    def format(self, fields) -> str:
+        return self.fmt(*fields)
+
+    def __str__(self) -> str:  # formatted while tracing: what plain `jax.jit` shows
+        return self.fmt(*self.fields)
+
+
+jax.tree_util.register_pytree_node(
+    FString, lambda s: (s.fields, s.fmt), lambda fmt, fields: FString(fmt, fields))
+
+
+def fstring(fmt, *fields):
+    """``fmt(*fields)``, an f-string: at once, or at run time when a field is traced."""
+    if not _has_tracer(fields):
+        return fmt(*fields)
+    return FString(fmt, fields)
+
+
 def print_(*values, sep: str | None = " ", end: str | None = "\n", file=None, flush=False):
     """``print``; with traced arguments, prints when the program runs.
 
@@ -42,7 +70,8 @@ def _print_at_run_time(values, **print_kwargs):
                 rebuilt.append(next(it))  # printed with str(): same text as a jax.Array
                 continue
             new = [jnp.asarray(next(it)) if isinstance(leaf, Tracer) else leaf for leaf in leaves]
-            rebuilt.append(jax.tree_util.tree_unflatten(treedef, new))
+            value = jax.tree_util.tree_unflatten(treedef, new)
+            rebuilt.append(value.format(value.fields) if isinstance(value, FString) else value)
         builtins.print(*rebuilt, **print_kwargs)
 
     jax.debug.callback(show, *[t for group in traced for t in group], ordered=True)
@@ -57,8 +86,10 @@ def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
     _print_at_run_time(values, sep=sep, end=end, file=file, flush=flush)
 
 
-def _fail_if_false(ok, message):
+def _fail_if_false(ok, message, *fields):
     if not np.all(ok):
+        if isinstance(message, FString):
+            message = message.format([jnp.asarray(f) for f in fields])
         raise AssertionError(message)
 
 
@@ -76,16 +107,22 @@ def assert_(test, message_thunk=None):
     """
     if not is_traced(test):
         if not test:
-            raise raised(AssertionError(message_thunk()) if message_thunk else AssertionError())
+            raise raised(AssertionError(str(message_thunk())) if message_thunk
+                         else AssertionError())
         return
+    fields = ()
     if message_thunk is None:
         message = "assertion failed"
         loc = errors.current_location()
         if loc is not None:
             message = f"assertion failed at {loc.short}: {loc.text.strip()}"
     else:
-        message = str(message_thunk())
-    jax.debug.callback(_fail_if_false, test, message, ordered=True)
+        message = message_thunk()
+        if isinstance(message, FString):  # formatted at run time, with the fields' values
+            fields = message.fields
+        else:
+            message = str(message)
+    jax.debug.callback(_fail_if_false, test, message, *fields, ordered=True)
 
 
 _USER_RAISED = "__autograph_user_raised__"

@@ -1569,6 +1569,19 @@ def test_f_string():
             f_string_format_spec, 'SEEN.append(f"{x:.2f}")')
 
 
+def f_string_in_print(x):
+    print(f"x={x:.2f}|{'a':>3}")
+    return x
+
+
+def test_f_string_in_print(capsys):
+    f_string_in_print(jnp.float32(2.0))
+    want = capsys.readouterr().out
+    jax.jit(autograph.convert(f_string_in_print))(2.0)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == want == "x=2.00|  a\n"
+
+
 # ===========================================================================
 # Expressions: subscripts and attributes
 

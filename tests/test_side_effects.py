@@ -247,3 +247,37 @@ def test_assert_under_vmap_and_grad(positive):
     g = jax.grad(lambda x: positive(x).sum())(jnp.ones(2))
     jax.effects_barrier()
     assert g.tolist() == [2.0, 2.0]
+
+
+def _fstring_steps(x, n):
+    loss = x * 2.0
+    for i in range(n):
+        loss = loss * 0.5
+        print(f"step {i}: loss={loss:.4f} [{i:>3}]")
+    print(f"done {loss:.2f}", "plain", 3)
+    return loss
+
+
+@pytest.mark.parametrize("x,n", [(3.0, 2), (5.0, 3), (1.0, 0)])
+def test_fstring_prints_the_same_text_on_every_call(x, n, capsys):
+    _fstring_steps(jnp.float32(x), n)
+    want = capsys.readouterr().out
+    f = jax.jit(autograph.convert(_fstring_steps))
+    for _ in range(2):  # every call, not only the trace
+        f(jnp.float32(x), n)
+        jax.effects_barrier()
+        assert capsys.readouterr().out == want
+
+
+def _checked_loss(x):
+    loss = x * 2.0
+    assert loss < 100.0, f"loss too big: {loss:.1f}"
+    return loss
+
+
+def test_fstring_assert_message_formatted_at_run_time():
+    f = jax.jit(autograph.convert(_checked_loss))
+    assert float(f(3.0)) == 6.0
+    with pytest.raises(Exception, match="loss too big: 1000.0"):
+        jax.block_until_ready(f(500.0))
+        jax.effects_barrier()
