@@ -31,13 +31,14 @@ import numpy as np
 from jax import lax
 
 from autograph import errors
-from .carry import (_Carry, _TrackedList, _prepare, _stabilize)
+from .carry import (_Carry, _TrackedList, _infer_undefined, _prepare, _stabilize)
 from .conditionals import if_stmt
 from . import objects
 from .conditions import condition
 from .iterables import (TracedRange, _Seq, _TracedSeq, _as_seq, enumerate_, range_,
                         reversed_, zip_)
-from .values import Tracer, is_traced, is_undefined, staging
+from .values import (MaybeUndefined, Tracer, UndefinedReturn, is_traced, is_undefined,
+                     staging)
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
 
@@ -139,6 +140,39 @@ def _bounded_trips(bound, state, names, fns) -> int | None:
 
 
 def _staged_while(test, body, state, names, opts, loop="while"):
+    born = [i for i, v in enumerate(state)
+            if is_undefined(v) and not isinstance(v, UndefinedReturn)]
+    if born:
+        return _with_defined_flag(test, body, state, names, opts, loop, born)
+    return _staged_while_defined(test, body, state, names, opts, loop)
+
+
+def _with_defined_flag(test, body, state, names, opts, loop, born):
+    """A staged loop that assigns variables first: carried with a "defined" flag.
+
+    The loop may run zero times, so each such variable starts as a placeholder
+    of the shape and dtype one iteration gives it (``jax.eval_shape``), and a
+    flag, true once an iteration ran, travels with them; after the loop they
+    are ``MaybeUndefined``, and a read checks the flag when the program runs.
+    """
+    undefined = {i: state[i] for i in born}
+    filled = _infer_undefined(lambda s: tuple(body(*s)), state, names, loop)
+
+    def flagged_test(*s):
+        return test(*s[:-1])
+
+    def flagged_body(*s):
+        return tuple(body(*s[:-1])) + (True,)
+
+    out = _staged_while_defined(flagged_test, flagged_body, tuple(filled) + (False,),
+                                tuple(names) + ("<defined>",), opts, loop)
+    *values, defined = out
+    for i, v in undefined.items():
+        values[i] = MaybeUndefined(v, values[i], defined)
+    return tuple(values)
+
+
+def _staged_while_defined(test, body, state, names, opts, loop="while"):
     maximum = opts.get("maximum_iterations")
     state = _prepare(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
     carry = _Carry(state, names, loop)

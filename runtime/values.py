@@ -107,14 +107,54 @@ def is_staging() -> bool:
     return getattr(_STAGING, "depth", 0) > 0
 
 
+class MaybeUndefined:
+    """A variable first assigned in a staged loop that may have run zero times.
+
+    ``value`` is its value after the loop (a placeholder of the right shape
+    and dtype when the loop did not run), ``defined`` a traced bool. A pytree
+    of both, so it can be handed on to later blocks; reading it (``ld``)
+    checks ``defined`` when the program runs.
+    """
+
+    def __init__(self, undefined: Undefined, value, defined):
+        self.undefined, self.value, self.defined = undefined, value, defined
+
+    def __repr__(self) -> str:
+        return f"MaybeUndefined({self.undefined.name!r})"
+
+
+jax.tree_util.register_pytree_node(
+    MaybeUndefined, lambda m: ((m.value, m.defined), m.undefined),
+    lambda undefined, children: MaybeUndefined(undefined, *children))
+
+
+def _fail_unless(defined, error):
+    if not np.all(defined):
+        raise error
+
+
 def ld(value):
     """Reads a variable a converted block may have left unassigned.
 
     The semantics are those of reading a local in Python: an unassigned one
-    raises (``UndefinedVariableError``, an ``UnboundLocalError``).
+    raises (``UndefinedVariableError``, an ``UnboundLocalError``). For a
+    variable whose definition is only known at run time (``MaybeUndefined``)
+    the check runs with the program, where the read is.
     """
     if isinstance(value, Undefined):
         value._fail()
+    if isinstance(value, MaybeUndefined):
+        if not isinstance(value.defined, Tracer):
+            if not value.defined:
+                value.undefined._fail()
+            return value.value
+        try:
+            value.undefined._fail()
+        except errors.UndefinedVariableError as e:
+            error = e
+        error.observed_at_run_time = True
+        jax.debug.callback(_fail_unless, value.defined, error)
+        return value.value
     return value
 
 

@@ -314,10 +314,12 @@ def while_uninitialized(n):
 
 
 def test_while_uninitialized():
+    # a traced trip count: carried with a "defined" flag, checked where it is read
     _py(while_uninitialized, 3)
-    _raises(autograph.LoopStateError,
-            lambda: jax.jit(autograph.convert(while_uninitialized))(3),
-            while_uninitialized, "while i < n:")
+    assert int(jax.jit(autograph.convert(while_uninitialized))(3)) == 4
+    with pytest.raises(Exception, match="UndefinedVariableError"):
+        jax.block_until_ready(jax.jit(autograph.convert(while_uninitialized))(0))
+        jax.effects_barrier()
 
 
 def while_else(x):
