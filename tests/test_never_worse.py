@@ -464,6 +464,205 @@ def print_in_loop(x):
     return x
 
 
+# -- more everyday programs ----------------------------------------------------------
+
+def relu_sum(xs):
+    total = 0.0
+    for x in xs:
+        if x > 0:
+            total += x
+    return total
+
+
+def clip_norm(v, limit):
+    n = jnp.linalg.norm(v)
+    if n > limit:
+        v = v * (limit / n)
+    return v
+
+
+def newton_sqrt(a):
+    x = a
+    for _ in range(20):
+        nxt = 0.5 * (x + a / x)
+        if jnp.abs(nxt - x) < 1e-6:
+            break
+        x = nxt
+    return x
+
+
+def collatz_steps(n):
+    steps = 0
+    while n != 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+def piecewise(x):
+    if x < -1.0:
+        y = -1.0
+    elif x > 1.0:
+        y = 1.0
+    else:
+        y = x
+    return y * 2.0
+
+
+def argmax_loop(xs):
+    best, best_i = xs[0], 0
+    for i in range(1, 4):
+        if xs[i] > best:
+            best, best_i = xs[i], i
+    return best, best_i
+
+
+def running_mean(xs):
+    mean = 0.0
+    count = 0
+    for x in xs:
+        count += 1
+        mean = mean + (x - mean) / count
+    return mean
+
+
+def early_stop_training(w, lr):
+    loss = w * w
+    for step in range(50):
+        grad = 2.0 * w
+        w = w - lr * grad
+        loss = w * w
+        if loss < 1e-3:
+            return w, step
+    return w, 50
+
+
+def count_positive_pairs(xs):
+    count = 0
+    for i in range(3):
+        for j in range(3):
+            if xs[i] + xs[j] > 0:
+                count += 1
+    return count
+
+
+def while_with_two_exits(x):
+    i = 0
+    while True:
+        if x > 100.0:
+            return x, i
+        if i >= 10:
+            return -x, i
+        x = x * 2.0
+        i += 1
+
+
+def continue_skips(xs):
+    total = 0.0
+    for x in xs:
+        if x < 0:
+            continue
+        if x > 10:
+            continue
+        total += x * x
+    return total
+
+
+def dict_state(x):
+    s = {"sum": 0.0, "max": -1e9}
+    for i in range(3):
+        v = x * i
+        s["sum"] = s["sum"] + v
+        if v > s["max"]:
+            s["max"] = v
+    return s
+
+
+def tuple_state(x):
+    a, b = x, 0.0
+    for _ in range(4):
+        a, b = b + 1.0, a * 0.5
+    return a, b
+
+
+def nested_function_call(x):
+    def inner(v):
+        if v > 1.0:
+            return v - 1.0
+        return v + 1.0
+    return inner(x) + inner(-x)
+
+
+def lambda_in_branch(x):
+    f = (lambda v: v * 2.0) if x > 0 else (lambda v: v * 3.0)
+    return f(1.0)
+
+
+def integer_division_loop(n):
+    digits = 0
+    while n > 0:
+        n = n // 10
+        digits += 1
+    return digits
+
+
+def sign_by_and_or(x):
+    return (x > 0) and 1.0 or -1.0
+
+
+def item_assignment_loop(x):
+    out = jnp.zeros(3)
+    for i in range(3):
+        out[i] = x * i
+        if out[i] > 2.0:
+            out[i] = 2.0
+    return out
+
+
+def print_fstring_loop(x, n):
+    for i in range(n):
+        x = x * 0.5
+        print(f"iter {i}: {x:.3f}")
+    return x
+
+
+def assert_in_loop(x):
+    for i in range(3):
+        assert x > -100.0, "diverged"
+        x = x - 1.0
+    return x
+
+
+def bool_flag_loop(xs):
+    seen = False
+    for x in xs:
+        if x > 2.0:
+            seen = True
+    return seen
+
+
+def min_with_python_start(xs):
+    lo = 1e9
+    for x in xs:
+        lo = jnp.minimum(lo, x)
+    return lo
+
+
+def shape_dependent_branch(x):
+    if x.shape[0] > 2:
+        return x[:2].sum()
+    return x.sum()
+
+
+def string_static_branch(x, mode):
+    if mode == "double":
+        return x * 2.0
+    return x
+
+
 PROGRAMS = [
     (try_if_return_finally, [(2.0,), (-2.0,)], ()),
     (nested_try_caught_outside_branch, [(2.0,), (-2.0,)], ()),
@@ -505,6 +704,31 @@ PROGRAMS = [
     (conditional_expression, [(2.0,), (-2.0,), (0.2,)], ()),
     (assert_in_branch, [(2.0,), (-2.0,)], ()),
     (print_in_loop, [(2.0,)], ()),
+    (relu_sum, [(np.array([1.0, -2.0, 3.0], F32),)], ()),
+    (clip_norm, [(np.array([3.0, 4.0], F32), 1.0), (np.array([0.3, 0.4], F32), 1.0)], ()),
+    (newton_sqrt, [(2.0,), (9.0,)], ()),
+    (collatz_steps, [(6,), (7,), (1,)], ()),
+    (piecewise, [(-2.0,), (0.5,), (3.0,)], ()),
+    (argmax_loop, [(np.array([1.0, 5.0, 2.0, 7.0], F32),), (np.array([9.0, 1.0, 2.0, 3.0], F32),)],
+     ()),
+    (running_mean, [(np.array([1.0, 2.0, 6.0], F32),)], ()),
+    (early_stop_training, [(1.0, 0.1), (1.0, 0.001)], ()),
+    (count_positive_pairs, [(np.array([1.0, -2.0, 0.5], F32),)], ()),
+    (while_with_two_exits, [(1.0,), (200.0,), (1e-3,)], ()),
+    (continue_skips, [(np.array([1.0, -2.0, 30.0, 3.0], F32),)], ()),
+    (dict_state, [(2.0,), (-1.0,)], ()),
+    (tuple_state, [(2.0,)], ()),
+    (nested_function_call, [(2.0,), (0.5,)], ()),
+    (lambda_in_branch, [(2.0,)], ()),
+    (integer_division_loop, [(1234,), (0,), (7,)], ()),
+    (sign_by_and_or, [(2.0,), (-2.0,)], ()),
+    (item_assignment_loop, [(0.5,), (3.0,)], ()),
+    (print_fstring_loop, [(2.0, 3), (2.0, 0)], ()),
+    (assert_in_loop, [(2.0,)], ()),
+    (bool_flag_loop, [(np.array([1.0, 3.0], F32),), (np.array([1.0, 2.0], F32),)], ()),
+    (min_with_python_start, [(np.array([3.0, -1.0, 2.0], F32),)], ()),
+    (shape_dependent_branch, [(np.arange(4.0, dtype=F32),), (np.arange(2.0, dtype=F32),)], ()),
+    (string_static_branch, [(2.0, "double"), (2.0, "same")], (1,)),
 ]
 
 
@@ -533,7 +757,17 @@ def _fori_reference(x):
     return jnp.float32(v)
 
 
+def _item_assignment_reference(x):
+    out = np.zeros(3, np.float32)  # the NumPy habit the program is written in
+    for i in range(3):
+        out[i] = x * i
+        if out[i] > 2.0:
+            out[i] = 2.0
+    return out
+
+
 REFERENCES = {
+    item_assignment_loop: _item_assignment_reference,
     calls_jit_function: _with_converted_callees(calls_jit_function),
     vmap_of_branchy: _with_converted_callees(vmap_of_branchy),
     grad_of_branchy: _with_converted_callees(grad_of_branchy),
