@@ -22,6 +22,7 @@ import dense_stack  # noqa: E402
 import elif_chain  # noqa: E402
 import function_call  # noqa: E402
 import loops  # noqa: E402
+import numpy_habits  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = (10, 30, 100, 300, 1000, 3000, 10000)
@@ -67,6 +68,9 @@ def table(results) -> list:
         rows.append(_row(f"first call, if/elif chain of {r['n']} returning Python constants",
                          r["python_s"], "s", "the chain returning arrays", r["array_s"],
                          "ratio <= 1.5", 1.5))
+    for r in results["numpy_habits"]:
+        rows.append(_row(f"run time, {r['program']}", r["converted_us"], "us", r["baseline"],
+                         r["baseline_us"], "ratio <= 1.05", 1.05))
     for r in results["loops"]["steady_state"]:
         rows.append(_row(f"run time, {r['program']}", r["converted_us"], "us",
                          "hand-written lax", r["lax_us"], "ratio <= 1.05", 1.05))
@@ -135,6 +139,8 @@ def main(argv=None) -> dict:
     results["conversion"] = conversion.main()
     print("== elif chain ==")
     results["elif_chain"] = elif_chain.main(sizes=(4, 8) if quick else elif_chain.SIZES)
+    print("== numpy habits ==")
+    results["numpy_habits"] = numpy_habits.main()
     print("== loops ==")
     results["loops"] = loops.main(sizes=(10, 100) if quick else SIZES, unroll_limit=1000)
     rows = table(results)
