@@ -247,7 +247,7 @@ def builtins_as_values(x, n):
         s = s + v * i
     for a, b in z(jnp.arange(3.0), reversed(range(3))):
         s = s + a * b
-    return s
+    return s + len(list(enum(range(3))))
 
 
 @functools.partial(jax.jit, static_argnums=1)

@@ -343,24 +343,6 @@ def test_transformation_results_carrying_converted_attributes_are_not_unwrapped(
     assert calls.resolve(conv) is calls.converted_of(conv)
 
 
-def test_builtins_reached_as_values_behave_as_written_literally():
-    def f(x, n):
-        fn, e, z, r = range, enumerate, zip, reversed
-        s = 0.0
-        for i in fn(n):
-            s = s + x * i
-        for i, v in e(jnp.arange(3.0)):
-            s = s + v * i
-        for a, b in z(jnp.arange(3.0), r(range(3))):
-            s = s + a * b
-        return s + len(list(e(range(3))))
-
-    want = f(2.0, 3)
-    assert float(autograph.convert(f)(2.0, 3)) == want
-    assert float(jax.jit(autograph.convert(f))(2.0, jnp.int32(3))) == want
-    assert float(jax.jit(autograph.convert(f))(2.0, jnp.int32(0))) == f(2.0, 0)
-
-
 def test_call_trees_routes_every_entry_point_of_the_runtime_table():
     from autograph.converters import call_trees
     from autograph.runtime import transforms
