@@ -259,7 +259,10 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
                 # trip count lets Python run what `lax.scan` cannot stage (a
                 # carry that grows or changes dtype, the index used as a Python
                 # value, a library that cannot be traced inside a scan).
-                if seq.n - k > UNROLL_LIMIT or isinstance(e, errors.ConversionError):
+                # (autograph's own errors other than the carry rules would recur
+                # when the loop is unrolled: a branch rule, a condition, a refusal)
+                if seq.n - k > UNROLL_LIMIT or (isinstance(e, errors.AutographError)
+                                                and not isinstance(e, errors.LoopStateError)):
                     raise
                 _warn_unrolled(e)
                 return _python_for((seq.element(j, seq.python_slice(j)) for j in range(k, seq.n)),
