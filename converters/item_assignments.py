@@ -13,7 +13,8 @@ one converted function works for both, and a JAX array updated this way is
 carried through branches and loops like any other variable. Another name
 bound to the same JAX array does not see the update. For an attribute
 (``self.buf[k] = v``), the attribute is rebound only when its value is a JAX
-array, which is allowed only where attribute assignment is.
+array, which is allowed only where attribute assignment is. A global or a
+closure's variable is never rebound: ``CACHE[k] = v`` keeps Python's meaning.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from __future__ import annotations
 import gast
 
 from autograph import templates
+from autograph.analysis import Analysis
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.scopes import LocalNamesTransformer
 
 NODES = (gast.Subscript,)  # the pass is skipped when the tree has none
-REQUIRES = ()
+REQUIRES = (Analysis.SCOPES,)
 
 _OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
         gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@", gast.BitAnd: "&", gast.BitOr: "|",
@@ -73,12 +75,14 @@ def _convertible(target) -> bool:
     return isinstance(node, gast.Name) and isinstance(target, gast.Subscript)
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
+class _Transformer(LocalNamesTransformer):
+    def _rebindable(self, target) -> bool:
+        """Only a local variable can be rebound to the new array: a global or a
+        closure's variable keeps Python's meaning (in place, or JAX's own error)."""
+        node = target
+        while isinstance(node, gast.Subscript):
+            node = node.value
+        return isinstance(node, gast.Attribute) or node.id in self.locals
 
     def _update(self, target: gast.Subscript, value, op, origin):
         """The statement that stores ``value`` (combined by ``op``) at ``target``."""
@@ -101,12 +105,14 @@ class _Transformer(gast.NodeTransformer):
         return gast.copy_location(assign, origin)
 
     def visit_Assign(self, node: gast.Assign):
-        if len(node.targets) == 1 and _convertible(node.targets[0]):
-            return self._update(node.targets[0], node.value, None, node)
+        target = node.targets[0]
+        if len(node.targets) == 1 and _convertible(target) and self._rebindable(target):
+            return self._update(target, node.value, None, node)
         return node
 
     def visit_AugAssign(self, node: gast.AugAssign):
-        if _convertible(node.target) and type(node.op) in _OPS:
+        if (_convertible(node.target) and self._rebindable(node.target)
+                and type(node.op) in _OPS):
             return self._update(node.target, node.value, _OPS[type(node.op)], node)
         return node
 

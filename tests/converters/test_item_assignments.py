@@ -143,3 +143,28 @@ def test_repeated_index_is_written_once_as_in_numpy():
     want = f(np.zeros(3, np.float32), idx)
     np.testing.assert_allclose(jax.jit(autograph.convert(f))(jnp.zeros(3), jnp.asarray(idx)),
                                want)
+
+
+CACHE = {}
+
+
+def test_globals_and_closure_variables_keep_python_meaning():
+    def f(x):
+        CACHE["k"] = x
+        y = jnp.zeros(2)
+        y[0] = x
+        return y
+
+    src = autograph.to_code(f)
+    assert "CACHE['k'] = x" in src and "y = ag__.setitem(y, 0, x)" in src
+    np.testing.assert_allclose(autograph.convert(f)(2.0), [2.0, 0.0])
+    assert CACHE == {"k": 2.0}
+
+    box = [0.0]
+
+    def g(x):
+        box[0] = x
+        return x
+
+    autograph.convert(g)(3.0)
+    assert box == [3.0]
