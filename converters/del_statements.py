@@ -8,7 +8,8 @@ After it, the user's reads of ``tmp`` go through ``ag__.ld`` (see
 at such a read. As an assignment, the deletion flows through branches and
 loops like any other: deleted on one branch of a traced `if` and read after
 it is the usual error for a variable set on one branch only. ``del x[i]`` and
-``del x.attr`` keep their Python meaning.
+``del x.attr``, and ``del`` of a ``global``/``nonlocal`` name, keep their
+Python meaning.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import gast
 
 from autograph import templates
+from autograph.analysis import Analysis
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.scopes import LocalNamesTransformer
 
 NODES = (gast.Delete,)  # the pass is skipped when the tree has none
-REQUIRES = ()
+REQUIRES = (Analysis.SCOPES,)
 
 _UNDEFINE = templates.Template("NAME = ag__.Undefined(LITERAL, deleted=True)")
 
@@ -33,18 +35,12 @@ def _names(target):
     return []
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
-
+class _Transformer(LocalNamesTransformer):
     def visit_Delete(self, node: gast.Delete):
         out, rest = [], []
         for target in node.targets:
             names = _names(target)
-            if not names:
+            if not names or any(n.id not in self.locals for n in names):  # `global` ones
                 rest.append(target)
                 continue
             for name in names:
