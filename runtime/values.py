@@ -148,11 +148,16 @@ def ld(value):
             if not value.defined:
                 value.undefined._fail()
             return value.value
-        try:
-            value.undefined._fail()
-        except errors.UndefinedVariableError as e:
-            error = e
-        error.observed_at_run_time = True
+        undefined = value.undefined
+        where = undefined.where
+        error = errors.UndefinedVariableError(
+            f"`{undefined.name}` is used before it is assigned",
+            observed=f"`{undefined.name}` is first assigned inside the loop"
+                     + (f" at {where.short}" if where else "")
+                     + ", which ran zero times (known only at run time)",
+            variable=undefined.name, location=errors.current_location() or where,
+            fix=f"assign `{undefined.name}` before the loop, or read it only where the loop "
+                f"has run (e.g. under `if n > 0:`)")
         jax.debug.callback(_fail_unless, value.defined, error)
         return value.value
     return value
