@@ -22,12 +22,12 @@ from __future__ import annotations
 import gast
 
 from autograph import templates
-from autograph.analysis import Analysis
+from autograph.analysis import activity
 from autograph.context import Context
-from autograph.scopes import LocalNamesTransformer
+from autograph.jumps import convert_methods
 
 NODES = (gast.Subscript,)  # the pass is skipped when the tree has none
-REQUIRES = (Analysis.SCOPES,)
+REQUIRES = ()  # a function's local names are computed only when one of its items is stored
 
 _OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
         gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@", gast.BitAnd: "&", gast.BitOr: "|",
@@ -75,14 +75,33 @@ def _convertible(target) -> bool:
     return isinstance(node, gast.Name) and isinstance(target, gast.Subscript)
 
 
-class _Transformer(LocalNamesTransformer):
+class _Transformer(gast.NodeTransformer):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.functions: list[list] = []   # [node, its local names or None (not computed)]
+
+    def visit_FunctionDef(self, node):
+        self.functions.append([node, None])
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.functions.pop()
+
+    def visit_ClassDef(self, node):
+        return convert_methods(self, node)
+
     def _rebindable(self, target) -> bool:
         """Only a local variable can be rebound to the new array: a global or a
         closure's variable keeps Python's meaning (in place, or JAX's own error)."""
         node = target
         while isinstance(node, gast.Subscript):
             node = node.value
-        return isinstance(node, gast.Attribute) or node.id in self.locals
+        if isinstance(node, gast.Attribute):
+            return True
+        current = self.functions[-1]
+        if current[1] is None:
+            current[1] = activity.function_locals(current[0])
+        return node.id in current[1]
 
     def _update(self, target: gast.Subscript, value, op, origin):
         """The statement that stores ``value`` (combined by ``op``) at ``target``."""
