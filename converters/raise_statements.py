@@ -7,7 +7,9 @@ and records that the user raised it. Inside a staged branch, such an
 exception is deferred: it is raised when the program takes that branch at run
 time, as Python would. Any other exception met while tracing a branch (an
 error of JAX, of a library, of the program's types) propagates at once. A
-bare `raise` (re-raising in an `except`) is left as it is. Inside the body of
+bare `raise` (re-raising in an `except`) is left as it is. An f-string
+argument (``raise ValueError(f"bad {x:.2f}")``) becomes ``ag__.fstring(...)``,
+formatted when the branch raises at run time. Inside the body of
 a `try` it becomes ``ag__.raised(E, in_try=True)``: no handler could catch it
 at run time, so a staged branch refuses it while tracing instead.
 """
@@ -19,6 +21,7 @@ import gast
 from autograph import templates
 from autograph.context import Context
 from autograph.jumps import convert_methods
+from .print_calls import deferred_fstring
 
 NODES = (gast.Raise,)  # the pass is skipped when the tree has none
 REQUIRES = ()
@@ -55,6 +58,9 @@ class _Transformer(gast.NodeTransformer):
         return node
 
     def visit_Raise(self, node: gast.Raise):
+        if isinstance(node.exc, gast.Call):  # `raise E(f"...")`: formatted when raised
+            node.exc.args = [deferred_fstring(a) if isinstance(a, gast.JoinedStr) else a
+                             for a in node.exc.args]
         if node.exc is not None:
             template = _RAISED_IN_TRY if self.try_depth else _RAISED
             node.exc = template.substitute_expr(node.exc, EXC=node.exc)

@@ -13,7 +13,7 @@ from autograph import errors
 from . import objects
 from . import state as st
 from .conditions import condition
-from .side_effects import user_raised
+from .side_effects import FString, user_raised
 from .values import (UndefinedReturn, staging, describe, is_python_number, is_traced,
                             is_undefined)
 
@@ -232,7 +232,12 @@ def _deferrable(e: Exception) -> bool:
 
 
 def _raise_at_run_time(error: Exception):
-    def fail():
+    def fail(*fields):
+        if fields:  # f-string arguments, formatted with the values of this run
+            it = iter(fields)
+            error.args = tuple(
+                a.format([jnp.asarray(next(it)) for _ in a.fields]) if isinstance(a, FString)
+                else a for a in error.args)
         raise error
     return fail
 
@@ -255,8 +260,20 @@ def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key
         raise error
     spec = [(treedef, [_leaf_spec_alone(x) for x in leaves]) for treedef, leaves in other.flat]
 
+    raising_fn = true_fn if raised_key == "t" else false_fn
+
     def failing():
-        jax.debug.callback(_raise_at_run_time(error), ordered=True)
+        err = error
+        if any(isinstance(a, FString) for a in error.args):
+            # an f-string message: raise it again in this trace, so its fields
+            # are this trace's values, formatted when the program runs
+            try:
+                _run(raising_fn, init, len(names))
+            except Exception as e:  # noqa: BLE001 - the same `raise`, met again
+                if user_raised(e):
+                    err = e
+        fields = [leaf for a in err.args if isinstance(a, FString) for leaf in a.fields]
+        jax.debug.callback(_raise_at_run_time(err), *fields, ordered=True)
         return [jnp.zeros(s[1], s[2]) for _, leaf_specs in spec for s in leaf_specs
                 if s[0] == "array"]
 

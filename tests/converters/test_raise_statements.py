@@ -86,3 +86,19 @@ def test_other_errors_while_tracing_a_branch_surface_at_once():
         jax.jit(autograph.convert(f))(-1.0)
     note = "\n".join(getattr(info.value, "__notes__", []))
     assert "test_raise_statements.py" in note and "if x > 0:" in note
+
+
+def _too_big(x):
+    if x > 1.0:
+        raise ValueError(f"x too big: {x:.2f} ({x * 2:.1f})")
+    return x
+
+
+def test_fstring_message_of_a_staged_raise_is_formatted_at_run_time():
+    f = jax.jit(autograph.convert(_too_big))
+    assert float(f(0.5)) == 0.5
+    with pytest.raises(Exception, match=r"x too big: 3\.25 \(6\.5\)"):
+        jax.block_until_ready(f(3.25))
+        jax.effects_barrier()
+    with pytest.raises(ValueError, match=r"x too big: 3\.25 \(6\.5\)"):
+        autograph.convert(_too_big)(3.25)
