@@ -33,7 +33,7 @@ from jax import lax
 from autograph import errors
 from .carry import (_Carry, _TrackedList, _infer_undefined, _prepare, _stabilize)
 from .conditionals import if_stmt
-from . import objects
+from . import objects, transforms
 from .conditions import condition
 from .iterables import (TracedRange, _Seq, _TracedSeq, _as_seq, enumerate_, range_,
                         reversed_, zip_)
@@ -174,6 +174,10 @@ def _with_defined_flag(test, body, state, names, opts, loop, born):
 
 def _staged_while_defined(test, body, state, names, opts, loop="while"):
     maximum = opts.get("maximum_iterations")
+    if maximum is None and _reverse_mode(state, (test, body)):
+        loc = errors.current_location()
+        if loc is not None and len(transforms.unbounded_under_reverse) < 8:
+            transforms.unbounded_under_reverse.append(loc)
     state = _prepare(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
     carry = _Carry(state, names, loop)
     lengths = {n: len(v) for n, v in zip(names, state) if isinstance(v, list)}

@@ -45,18 +45,23 @@ class Entry(NamedTuple):
 
     positions: tuple[int, ...]
     keywords: tuple[str, ...]
+    reverse: bool = False   # reverse-mode differentiation: names unbounded loops it meets
 
 
 def _e(positions, *keywords) -> Entry:
     return Entry(tuple(positions) if isinstance(positions, tuple) else (positions,), keywords)
 
 
+def _r(positions, *keywords) -> Entry:
+    return _e(positions, *keywords)._replace(reverse=True)
+
+
 # module -> {attribute: Entry}. A module is read only once it has been imported
 # by someone else: this table never imports Flax, Equinox or jax submodules.
 TABLE: dict[str, dict[str, Entry]] = {
     "jax": {
-        "grad": _e(0, "fun"), "value_and_grad": _e(0, "fun"), "jacfwd": _e(0, "fun"),
-        "jacrev": _e(0, "fun"), "jacobian": _e(0, "fun"), "hessian": _e(0, "fun"),
+        "grad": _r(0, "fun"), "value_and_grad": _r(0, "fun"), "jacfwd": _e(0, "fun"),
+        "jacrev": _r(0, "fun"), "jacobian": _r(0, "fun"), "hessian": _r(0, "fun"),
         "vmap": _e(0, "fun"), "pmap": _e(0, "fun"), "jit": _e(0, "fun"),
         "checkpoint": _e(0, "fun"), "remat": _e(0, "fun"), "named_call": _e(0, "fun"),
         "jvp": _e(0, "fun"), "vjp": _e(0, "fun"), "linearize": _e(0, "fun"),
@@ -76,13 +81,13 @@ TABLE: dict[str, dict[str, Entry]] = {
     "jax.tree": {"map": _e(0, "f")},
     "jax.scipy.optimize": {"minimize": _e(0, "fun")},
     "flax.nnx": {
-        "grad": _e(0, "f"), "value_and_grad": _e(0, "f"), "jit": _e(0, "fun"),
+        "grad": _r(0, "f"), "value_and_grad": _r(0, "f"), "jit": _e(0, "fun"),
         "vmap": _e(0, "f"), "scan": _e(0, "f"), "remat": _e(0, "f"),
         "cond": _e((1, 2), "true_fun", "false_fun"), "switch": _e(1, "branches"),
         "while_loop": _e((0, 1), "cond_fun", "body_fun"), "fori_loop": _e(2, "body_fun"),
     },
     "equinox": {
-        "filter_grad": _e(0, "fun"), "filter_value_and_grad": _e(0, "fun"),
+        "filter_grad": _r(0, "fun"), "filter_value_and_grad": _r(0, "fun"),
         "filter_jit": _e(0, "fun"), "filter_vmap": _e(0, "fun"), "filter_pmap": _e(0, "fun"),
         "filter_checkpoint": _e(0, "fun"), "filter_jvp": _e(0, "fn"), "filter_vjp": _e(0, "fun"),
         "filter_eval_shape": _e(0, "fun"),
@@ -120,10 +125,46 @@ def convert_arguments(f, e: Entry, resolve: Callable) -> Callable:
         for k in e.keywords:
             if k in kwargs:
                 kwargs[k] = _function_argument(kwargs[k], resolve)
-        return f(*args, **kwargs)
+        out = f(*args, **kwargs)
+        return _naming_unbounded_loops(out) if e.reverse and callable(out) else out
 
     functools.update_wrapper(call, f)
     return call
+
+
+# Locations of `while` loops staged as `lax.while_loop` while reverse-mode
+# differentiation traced them (see `loops.while_stmt`): the loops JAX's
+# "Reverse-mode differentiation does not work for lax.while_loop" is about.
+unbounded_under_reverse: list = []
+_REVERSE_WHILE_ERROR = "Reverse-mode differentiation does not work for lax.while_loop"
+
+
+def _naming_unbounded_loops(gradient_fn):
+    """``gradient_fn`` whose JAX error about `while` loops names the user's loop."""
+
+    def run(*args, **kwargs):
+        del unbounded_under_reverse[:]
+        try:
+            return gradient_fn(*args, **kwargs)
+        except ValueError as e:
+            # JAX raises a plain ValueError, told apart only by its text
+            if _REVERSE_WHILE_ERROR not in str(e) or not unbounded_under_reverse:
+                raise
+            where = unbounded_under_reverse[0]
+            from autograph import errors
+            raise errors.LoopStateError(
+                "reverse-mode differentiation cannot go through a `while` loop whose trip "
+                "count is only known at run time",
+                observed="this loop is staged as `lax.while_loop`, which `jax.grad` cannot "
+                         "differentiate" + (f" (and {len(unbounded_under_reverse) - 1} more)"
+                                            if len(unbounded_under_reverse) > 1 else ""),
+                fix="add `autograph.set_loop_options(maximum_iterations=N)` as the first "
+                    "statement of the loop body, or bound the loop by a counter (`while ... "
+                    "and i < N:` with `i += 1` in the body)",
+                location=where) from e
+
+    functools.update_wrapper(run, gradient_fn)
+    return run
 
 
 def _function_argument(x, resolve):

@@ -125,3 +125,23 @@ def test_a_limit_that_changes_while_the_body_runs_is_an_error():
     with pytest.raises(autograph.LoopStateError, match="limit") as info:
         jax.jit(jax.grad(autograph.convert(f)))(1.0)
     assert "test_reverse_mode_loops.py" in str(info.value)
+
+
+def _unbounded(x):
+    while x < 10.0:
+        x = x * 1.5
+    return x
+
+
+def test_grad_through_an_unbounded_while_in_converted_code_names_the_loop():
+    def step(x):
+        return jax.grad(_unbounded)(x)
+
+    for run in (autograph.function(step), jax.jit(autograph.convert(step))):
+        with pytest.raises(autograph.LoopStateError, match="reverse-mode") as info:
+            run(1.0)
+        msg = str(info.value)
+        assert "test_reverse_mode_loops.py" in msg and "while x < 10.0" in msg
+        assert "set_loop_options(maximum_iterations=N)" in msg
+    # forward mode goes through the same loop
+    assert float(jax.jit(autograph.convert(lambda x: jax.jacfwd(_unbounded)(x)))(1.0)) > 0
