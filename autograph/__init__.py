@@ -21,7 +21,11 @@ from autograph import api as _api
 
 _runtime.calls.set_converter(_api._convert_for_call)
 
-__version__ = "0.1.0"
+try:  # one version number: the distribution's (pyproject.toml)
+    from importlib.metadata import PackageNotFoundError, version as _version
+    __version__ = _version("autograph-jax")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree not installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "convert", "to_code", "do_not_convert", "set_loop_options", "function", "Function",
