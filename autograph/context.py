@@ -29,3 +29,6 @@ class Context:
     # Names a converted `if` or loop may leave unassigned (it got ag__.Undefined):
     # the user's later reads of them are checked, as Python checks every read.
     maybe_undefined: set = dataclasses.field(default_factory=set)
+    # Names that hold a function's return value (`retval`): their role, passed to
+    # the runtime for its messages, never guessed from the name.
+    return_values: set = dataclasses.field(default_factory=set)

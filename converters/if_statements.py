@@ -188,6 +188,11 @@ class _Transformer(FunctionScopes):
                 stmts += _CALL_EXITS.substitute(node, EXITS=templates.literal(exits), **args)
             else:
                 stmts += _CALL.substitute(node, **args)
+            returns = tuple(o for o in outputs if o in self.ctx.return_values)
+            if returns:  # the role of the return value, for the runtime's messages
+                call = stmts[-1].value
+                call.keywords.append(gast.keyword(arg="returns",
+                                                  value=templates.literal(returns)))
         else:
             stmts += _CALL_NO_OUTPUTS.substitute(node, TEST=node.test, TRUE_FN=true_fn,
                                                  FALSE_FN=false_ref, INIT=init)

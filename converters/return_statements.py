@@ -88,6 +88,7 @@ class _Transformer(gast.NodeTransformer):
             return node
         jump = _Return(self.ctx.namer.new("did_return"), self.ctx.namer.new("retval"))
         self.ctx.jump_flags.add(jump.flag)
+        self.ctx.return_values.add(jump.retval)
         body, _, always = jumps.lower(node.body, jump)
         prologue = []
         if jump.flag_read:

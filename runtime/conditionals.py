@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import jax
 import jax.extend.core as jax_core
 import jax.numpy as jnp
@@ -17,10 +15,9 @@ from .side_effects import FString, user_raised
 from .values import (UndefinedReturn, staging, describe, is_python_number, is_traced,
                             is_undefined)
 
-_RETVAL = re.compile(r"^retval(_\d+)?$")
 
 
-def if_stmt(pred, true_fn, false_fn, init, *, names, exits=()):
+def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
     """Runs a converted `if` statement, in Python or as ``lax.cond``.
 
     The semantics are given by this Python implementation::
@@ -34,7 +31,9 @@ def if_stmt(pred, true_fn, false_fn, init, *, names, exits=()):
 
     ``names`` are the variables the branches return, for error messages;
     ``exits`` those among them that flag a lowered ``return``/``break``/
-    ``continue`` (the code after it runs only where the flag is false). When
+    ``continue`` (the code after it runs only where the flag is false), and
+    ``returns`` the one that holds the function's return value (so messages
+    call it that, whatever its name). When
     ``pred`` is traced both branches are staged as one ``lax.cond``. Each output
     must then agree between the branches: the same pytree structure, the same
     shapes, and the same value for Python objects such as strings. Differing
@@ -59,8 +58,9 @@ def if_stmt(pred, true_fn, false_fn, init, *, names, exits=()):
         n = len(names)
         return lifted.finish(_staged(
             c, lifted.wrap(true_fn, n_out=n), lifted.wrap(false_fn, n_out=n),
-            lifted.tokens(init) + (lifted.state,), names + (objects.OBJECTS,), tuple(exits)))
-    return _staged(c, true_fn, false_fn, init, names, tuple(exits))
+            lifted.tokens(init) + (lifted.state,), names + (objects.OBJECTS,), tuple(exits),
+            tuple(returns)))
+    return _staged(c, true_fn, false_fn, init, names, tuple(exits), tuple(returns))
 
 
 def if_exp(pred, true_thunk, false_thunk):
@@ -145,7 +145,7 @@ def _check_objects(snapshot):
                 f"`if` (or use `jnp.where`)")
 
 
-def _staged(pred, true_fn, false_fn, init, names, exits=()):
+def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
     # Each branch's Python runs exactly once, into a jaxpr; the `lax.cond` is then
     # built from the jaxprs (with casts where the branches' outputs differ in
     # dtype or Python-ness). Running a branch again would make an `elif` chain
@@ -188,7 +188,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
         with staging():
             arrays = lax.cond(pred, _replay(jaxprs["t"]), _replay(jaxprs["f"]))
         return _rebuild_like(records["t"], _strong_where_either(arrays, sig_t, sig_f))
-    spec = _merge(records["t"], records["f"], names, exits)
+    spec = _merge(records["t"], records["f"], names, exits, returns)
 
     def cast(key):
         replay = _replay(jaxprs[key])
@@ -298,10 +298,11 @@ def _rebuild_like(rec, arrays):
 # A merged spec, per name: (treedef, [("array", shape, dtype, weak) | ("static", value)]),
 # plus which branch (if any) leaves the return value undefined.
 
+_RETURN_VALUE = "the return value"
+
+
 def _q(name: str) -> str:
     """A variable name in backticks; a description (not a name) as it is."""
-    if _RETVAL.match(name):
-        return "the return value"
     return f"`{name}`" if name.isidentifier() else name
 
 
@@ -310,9 +311,11 @@ def _jumped(record: _Record, names, exits) -> bool:
     return any(record.values[names.index(e)] is True for e in exits)
 
 
-def _merge(t: _Record, f: _Record, names, exits=()):
+def _merge(t: _Record, f: _Record, names, exits=(), returns=()):
     spec = []
-    for name, vt, vf, (tt, lt), (tf, lf) in zip(names, t.values, f.values, t.flat, f.flat):
+    # in messages, the function's return value is named by its role, not its name
+    labels = [_RETURN_VALUE if n in returns else n for n in names]
+    for name, vt, vf, (tt, lt), (tf, lf) in zip(labels, t.values, f.values, t.flat, f.flat):
         unread = ((is_undefined(vt) and not is_undefined(vf) and _jumped(t, names, exits))
                   or (is_undefined(vf) and not is_undefined(vt) and _jumped(f, names, exits)))
         if isinstance(vt, UndefinedReturn) or isinstance(vf, UndefinedReturn) or unread:
@@ -374,7 +377,7 @@ def _leaf_spec(name, a, b):
 
 def _structure_error(name, vt, vf):
     detail = st.difference(vt, vf, _q(name).strip("`"))
-    if _RETVAL.match(name) and (vt is None or vf is None):
+    if name == _RETURN_VALUE and (vt is None or vf is None):
         missing = "true" if vt is None else "false"
         return errors.BranchError(
             "every path of a function must return a value when the path depends on arrays",

@@ -763,3 +763,26 @@ def test_vector_condition():
     msg = str(e.value)
     assert ".any()" in msg and "(3,)" in msg
     assert isinstance(e.value, TypeError)
+
+
+def test_a_user_variable_called_retval_is_named_as_itself():
+    # roles come from the converter (`returns=`), not from the variable's name
+    import jax
+    import pytest
+    import autograph
+
+    def f(x):
+        if x > 0:
+            retval = 1.0
+        return retval
+
+    with pytest.raises(autograph.BranchError) as info:
+        jax.jit(autograph.convert(f))(1.0)
+    assert "variable: retval" in str(info.value) and "return value" not in str(info.value)
+
+    def g(x):
+        if x > 0:
+            return x
+
+    with pytest.raises(autograph.BranchError, match="variable: the return value"):
+        jax.jit(autograph.convert(g))(1.0)

@@ -61,7 +61,7 @@ def test_golden_docstring_example_full_pipeline():
                 y = -x
                 retval = y
                 return (retval,)
-            (retval,) = ag__.if_stmt(x > 0, if_true, if_false, (), names=('retval',))
+            (retval,) = ag__.if_stmt(x > 0, if_true, if_false, (), names=('retval',), returns=('retval',))
             return retval
     """)
 
