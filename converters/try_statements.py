@@ -32,10 +32,6 @@ _UNDEFINED = templates.Template("NAME = ag__.Undefined(LITERAL)")
 
 
 class _Transformer(LocalNamesTransformer):
-    def generic_visit(self, node):
-        super().generic_visit(node)
-        return node
-
     def visit_Try(self, node: gast.Try):
         self.generic_visit(node)
         defined = anno.get(node, Anno.DEFINED_IN) or frozenset()

@@ -246,18 +246,9 @@ def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key
     """``lax.cond`` where one branch raises: it raises when the program takes it."""
     other_key = "f" if raised_key == "t" else "t"
     other_fn = false_fn if raised_key == "t" else true_fn
-    other = records.get(other_key)
-    if other is None:  # lax.cond stopped before tracing the other branch
-        try:
-            jax.eval_shape(lambda: records.__setitem__(
-                other_key, _Record(_run(other_fn, init, len(names)))) or 0)
-        except Exception as e:
-            if _deferrable(e):
-                raise error from None  # both branches raise: Python would raise either way
-            raise
-        other = records[other_key]
+    other = records[other_key]  # `_staged` traced both branches
     if isinstance(other, _Raised):
-        raise error
+        raise error  # both branches raise: Python would raise either way
     spec = [(treedef, [_leaf_spec_alone(x) for x in leaves]) for treedef, leaves in other.flat]
 
     raising_fn = true_fn if raised_key == "t" else false_fn
