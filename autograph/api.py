@@ -91,7 +91,7 @@ def _unwrap(fn):
 def _plain_callable(fn) -> bool:
     """Whether ``convert`` leaves ``fn`` as it is: converted already, or not convertible."""
     from autograph.function import Function
-    return (_calls.converted_of(fn) is not None or _calls._marked(fn)
+    return (_calls.converted_of(fn) is not None or _calls.marked_do_not_convert(fn)
             or isinstance(fn, Function) or isinstance(getattr(type(fn), "__call__", None), Function))
 
 

@@ -86,7 +86,8 @@ def register_builtin(builtin, replacement: Callable) -> None:
     _builtins[builtin] = replacement
 
 
-def _marked(f) -> bool:
+def marked_do_not_convert(f) -> bool:
+    """Whether ``do_not_convert`` marked ``f`` itself."""
     try:
         return f in _do_not_convert
     except TypeError:  # unhashable
@@ -106,29 +107,25 @@ def library_module(fn) -> str | None:
     return top if top in SKIP_PACKAGES else None
 
 
-def _function(f: types.FunctionType):
+def _memo(f, build: Callable):
+    """``build(f)``, computed once per ``f`` (while ``f`` lives)."""
     try:
         return _resolved[f]
     except KeyError:
-        pass
+        target = _resolved[f] = build(f)
+        return target
+
+
+def _function(f: types.FunctionType):
     if library_module(f) is not None or _converter is None:
         e = transforms.entry(f)
-        target = f if e is None else transforms.convert_arguments(f, e, resolve)
-    else:
-        target = _converter(f)
-    _resolved[f] = target
-    return target
+        return f if e is None else transforms.convert_arguments(f, e, resolve)
+    return _converter(f)
 
 
 def _jit(f):
-    try:
-        return _resolved[f]
-    except KeyError:
-        pass
     inner = resolve(f.__wrapped__)
-    target = f if inner is f.__wrapped__ else transforms.rejit(f, inner)
-    _resolved[f] = target
-    return target
+    return f if inner is f.__wrapped__ else transforms.rejit(f, inner)
 
 
 def resolve(f):
@@ -136,10 +133,10 @@ def resolve(f):
     inner = converted_of(f)
     if inner is not None:
         return inner
-    if _marked(f):
+    if marked_do_not_convert(f):
         return f
     if isinstance(f, types.FunctionType):
-        return _function(f)
+        return _memo(f, _function)
     if isinstance(f, types.MethodType):
         func = resolve(f.__func__)
         return f if func is f.__func__ else types.MethodType(func, f.__self__)
@@ -147,13 +144,9 @@ def resolve(f):
         func = resolve(f.func)
         return f if func is f.func else functools.partial(func, *f.args, **f.keywords)
     if transforms.is_jit(f):
-        return _jit(f)
+        return _memo(f, _jit)
     if transforms.is_custom_derivative(f):
-        try:
-            return _resolved[f]
-        except KeyError:
-            target = _resolved[f] = transforms.rebuild_custom_derivative(f, resolve)
-            return target
+        return _memo(f, lambda g: transforms.rebuild_custom_derivative(g, resolve))
     if isinstance(f, type) or isinstance(f, types.BuiltinFunctionType):
         try:
             return _builtins.get(f, f)
