@@ -37,8 +37,8 @@ from . import objects, transforms
 from .conditions import condition
 from .iterables import (TracedRange, _Seq, _TracedSeq, _as_seq, enumerate_, range_,
                         reversed_, zip_)
-from .values import (MaybeUndefined, Tracer, UndefinedReturn, is_traced, is_undefined,
-                     staging)
+from .values import (MaybeUndefined, Tracer, UndefinedReturn, closure_values, is_traced,
+                     is_undefined, staging)
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
 
@@ -74,10 +74,12 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
         if is_traced(c):
             opts = dict(opts or {})
             limit = None
-            if bound is not None and opts.get("maximum_iterations") is None:
-                trips = _bounded_trips(bound, state, names, (test, body))
+            if opts.get("maximum_iterations") is None and _reverse_mode(state, (test, body)):
+                trips = None if bound is None else _bounded_trips(bound, state, names)
                 if trips is not None:
                     opts["maximum_iterations"], limit = trips, bound[2]()
+                else:
+                    _note_unbounded_under_reverse()
             lifted = objects.lift(state, (test, body), "`while` loop")
             if lifted is not None:  # Flax objects the body updates: carried, written back
                 out = lifted.finish(_staged_while(
@@ -100,15 +102,16 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
 
 def _reverse_mode(state, fns) -> bool:
     """Whether reverse-mode differentiation (``jax.grad``, ``vjp``) traces these values."""
-    values = list(state)
-    for fn in fns:
-        for cell in getattr(fn, "__closure__", None) or ():
-            try:
-                values.append(cell.cell_contents)
-            except ValueError:
-                pass
+    values = list(state) + [v for _, v in closure_values(fns)]
     leaves = jax.tree_util.tree_leaves(values, is_leaf=lambda x: isinstance(x, Tracer))
     return any(isinstance(leaf, _LINEARIZE_TRACER) for leaf in leaves)
+
+
+def _note_unbounded_under_reverse() -> None:
+    """Remembers this loop: staged as `lax.while_loop` while reverse mode traces it."""
+    loc = errors.current_location()
+    if loc is not None and len(transforms.unbounded_under_reverse) < 8:
+        transforms.unbounded_under_reverse.append(loc)
 
 
 try:
@@ -117,11 +120,11 @@ except ImportError:  # pragma: no cover - another JAX version: no automatic boun
     _LINEARIZE_TRACER = ()
 
 
-def _bounded_trips(bound, state, names, fns) -> int | None:
-    """The most iterations a counter-bounded loop can run, when reverse mode needs it."""
+def _bounded_trips(bound, state, names) -> int | None:
+    """The most iterations a counter-bounded loop can run, or None (not Python ints)."""
     name, op, limit, step = bound
     start = state[names.index(name)]
-    if type(start) is not int or not _reverse_mode(state, fns):
+    if type(start) is not int:
         return None
     end = limit()
     if isinstance(end, np.integer):
@@ -174,10 +177,6 @@ def _with_defined_flag(test, body, state, names, opts, loop, born):
 
 def _staged_while_defined(test, body, state, names, opts, loop="while"):
     maximum = opts.get("maximum_iterations")
-    if maximum is None and _reverse_mode(state, (test, body)):
-        loc = errors.current_location()
-        if loc is not None and len(transforms.unbounded_under_reverse) < 8:
-            transforms.unbounded_under_reverse.append(loc)
     state = _prepare(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
     carry = _Carry(state, names, loop)
     lengths = {n: len(v) for n, v in zip(names, state) if isinstance(v, list)}
@@ -447,6 +446,8 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
 
 @_lifted_for
 def _traced_seq_for(seq: _TracedSeq, body, state, names, extra_test):
+    if _reverse_mode(state, (body, extra_test)):  # staged as `lax.while_loop` below
+        _note_unbounded_under_reverse()
     def test(k, *s):
         more = k < seq.length
         if extra_test is not None:

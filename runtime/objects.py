@@ -24,12 +24,12 @@ A block that replaces such an object by another, or changes its structure
 from __future__ import annotations
 
 import sys
-import types
 from typing import Callable
 
 import jax
 
 from autograph import errors
+from .values import closure_values
 
 OBJECTS = "<objects>"  # the name of the lifted state among the carried names
 
@@ -177,17 +177,10 @@ def lift(state, fns, construct: str) -> Lifted | None:
     for v in state:
         if not isinstance(v, _SCALARS) and _is_node(nnx, v):
             add(v)
-    for fn in fns:
-        if not isinstance(fn, types.FunctionType):
-            continue
-        for cell in fn.__closure__ or ():
-            try:
-                v = cell.cell_contents
-            except ValueError:  # an empty cell: a name not assigned yet
-                continue
-            if (not isinstance(v, _SCALARS) and _is_node(nnx, v)
-                    and all(c is not cell for c, _ in cells)):
-                cells.append((cell, add(v)))
+    for cell, v in closure_values(fns):
+        if (not isinstance(v, _SCALARS) and _is_node(nnx, v)
+                and all(c is not cell for c, _ in cells)):
+            cells.append((cell, add(v)))
     if not nodes:
         return None
     return Lifted(nnx, nodes, cells, construct)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import types
 
 import jax
 import numpy as np
@@ -218,3 +219,18 @@ def outer_assigned(value, name: str, construct: str) -> None:
             fix=f"return the new value of `{name}` from the function and assign it in the "
                 f"caller, or keep it in a local variable",
             location=errors.current_location())
+
+
+def closure_values(fns):
+    """``(cell, value)`` for each filled closure cell of the Python functions ``fns``.
+
+    What a converted block's functions read from the enclosing function.
+    """
+    for fn in fns:
+        if not isinstance(fn, types.FunctionType):
+            continue
+        for cell in fn.__closure__ or ():
+            try:
+                yield cell, cell.cell_contents
+            except ValueError:  # an empty cell: a name not assigned yet
+                continue
