@@ -79,13 +79,7 @@ class _Transformer(gast.NodeTransformer):
             node.body = decls + body
             self.declared.append(outer)
         else:
-            own = {}
-            for stmt in gast.walk(gast.Module(body=node.body, type_ignores=[])):
-                if isinstance(stmt, (gast.Global, gast.Nonlocal)):
-                    for n in stmt.names:
-                        own[n] = type(stmt)
-            own = {n: k for n, k in own.items() if n in activity.declared_outer(node)}
-            self.declared.append(own)
+            self.declared.append(activity.declared_outer(node))
         try:
             self.generic_visit(node)
         finally:

@@ -269,18 +269,18 @@ def function_locals(node: gast.FunctionDef) -> frozenset:
     scope = anno.get(node, Anno.BODY_SCOPE)
     if scope is None:
         scope = block_scope(node.body)
-    return (frozenset(_param_names(node.args)) | scope.kills) - declared_outer(node)
+    return (frozenset(_param_names(node.args)) | scope.kills) - declared_outer(node).keys()
 
 
-def declared_outer(node: gast.FunctionDef) -> frozenset:
-    """Names the function's own body declares ``global`` or ``nonlocal``."""
-    names = set()
+def declared_outer(node: gast.FunctionDef) -> dict[str, type]:
+    """Names the function's own body declares, each with ``gast.Global`` or ``gast.Nonlocal``."""
+    names: dict[str, type] = {}
     stack = list(node.body)
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, (gast.Global, gast.Nonlocal)):
-            names.update(stmt.names)
+            names.update(dict.fromkeys(stmt.names, type(stmt)))
         elif not isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
             for field in ("body", "orelse", "finalbody", "handlers"):
                 stack.extend(getattr(stmt, field, None) or ())
-    return frozenset(names)
+    return names
