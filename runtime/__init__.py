@@ -16,7 +16,8 @@ from .values import Undefined, UndefinedReturn, ld, outer_assigned
 __all__ = [
     "converted_call", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
     "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
-    "UndefinedReturn", "print_", "assert_", "ld", "raised", "outer_assigned", "setitem", "setitem_attr", "fstring",
+    "UndefinedReturn", "print_", "assert_", "ld", "raised", "outer_assigned", "setitem",
+    "setitem_attr", "fstring",
 ]
 
 # Built-ins reached as values (`fn = range; fn(n)`) run as if written literally.

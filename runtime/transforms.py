@@ -38,9 +38,9 @@ except ImportError:  # pragma: no cover - another JAX version: jit options with 
 class Entry(NamedTuple):
     """Which arguments of a library entry point are functions.
 
-    ``positions`` and ``keywords`` name the arguments that are a function, a
-    sequence of functions (``lax.switch``'s branches) or a pytree of them
-    (never: a pytree argument is data).
+    ``positions`` and ``keywords`` name the arguments that are a function or a
+    list or tuple of functions (``lax.switch``'s branches); any other pytree
+    argument is data and passes unchanged.
     """
 
     positions: tuple[int, ...]
