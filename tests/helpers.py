@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import types
 
 import jax
 import jax.numpy as jnp
@@ -56,3 +57,10 @@ def check_equivalent(fn, *arg_sets, rtol=1e-5, static_argnums=()):
         _close(cf(*args), want, rtol)
         jargs = [a if i in static_argnums else _to_jax(a) for i, a in enumerate(args)]
         _close(jf(*jargs), want, rtol)
+
+
+def with_globals(fn, **replacements):
+    """``fn`` running with some of its module globals replaced (e.g. by converted callees):
+    the meaning of a program that hands those callees to a JAX transformation."""
+    g = {**fn.__globals__, **replacements}
+    return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import autograph
+from tests.helpers import with_globals
 
 F32 = np.float32
 
@@ -735,11 +736,9 @@ PROGRAMS = [
 def _with_converted_callees(fn):
     """``fn`` whose module-level callees are converted by hand: the meaning of a program
     that hands them to a JAX transformation."""
-    import types
-    g = dict(fn.__globals__)
-    g["_branchy"] = autograph.convert(_branchy)
-    g["_jit_power"] = jax.jit(autograph.convert(_jit_power.__wrapped__), static_argnums=1)
-    return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+    return with_globals(fn, _branchy=autograph.convert(_branchy),
+                        _jit_power=jax.jit(autograph.convert(_jit_power.__wrapped__),
+                                           static_argnums=1))
 
 
 def _scan_reference(xs):

@@ -20,6 +20,7 @@ import pytest
 
 import autograph
 from autograph.runtime import calls
+from tests.helpers import with_globals
 
 
 def _smooth(w):
@@ -235,11 +236,7 @@ def _plain(fn):
     """The same program with its callees converted by hand (the meaning)."""
     names = ("_scan_body", "_cond_true", "_cond_false", "_while_cond", "_while_body",
              "_fori_body", "_leaf", "_fori_body_scalar")
-    g = dict(globals())
-    for n in names:
-        g[n] = autograph.convert(globals()[n])
-    import types
-    return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+    return with_globals(fn, **{n: autograph.convert(globals()[n]) for n in names})
 
 
 @pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
