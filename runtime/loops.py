@@ -4,17 +4,20 @@ A loop runs as a plain Python loop for as long as nothing it touches is
 traced. The moment its condition, its state or the items it iterates are
 traced, the rest of the loop is staged:
 
-============================================  ==============================
-what is iterated                              staged as
-============================================  ==============================
-``while`` with a traced condition             ``lax.while_loop``
-``while`` + ``set_loop_options(maximum_iterations=N)``  masked ``lax.scan`` of N
-``range`` of Python ints, arrays (leading     ``lax.scan`` over the static
-axis), ``enumerate``/``zip``/``reversed`` of  trip count (masked when the
-those                                         loop has ``break``/``return``)
-``range`` with traced bounds                  ``lax.while_loop``
-lists, tuples, dicts, other iterables         a Python loop (unrolled)
-============================================  ==============================
+==============================================  ==============================
+what is iterated                                staged as
+==============================================  ==============================
+``while`` with a traced condition               ``lax.while_loop``
+``while`` with most iterations (``set_loop_     ``lax.while_loop``, which
+options(maximum_iterations=N)``, or a Python-   differentiates as a bounded
+int counter such as ``while i < 10``)           scan (:mod:`runtime.bounded`)
+``range`` of Python ints, arrays (leading       ``lax.scan`` over the static
+axis), ``enumerate``/``zip``/``reversed`` of    trip count; with ``break`` or
+those                                           ``return``, as the ``while``
+                                                with most iterations above
+``range`` with traced bounds                    ``lax.while_loop``
+lists, tuples, dicts, other iterables           a Python loop (unrolled)
+==============================================  ==============================
 
 Carried state follows the rules in :mod:`runtime.state`; a variable whose
 type, shape or structure changes across an iteration raises
@@ -32,6 +35,7 @@ from jax import lax
 
 from autograph import errors
 from .carry import (_Carry, _TrackedList, _infer_undefined, _prepare, _stabilize)
+from .bounded import counted_loop
 from .conditionals import if_stmt
 from . import objects, transforms
 from .conditions import condition
@@ -57,15 +61,17 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
     ``lax.while_loop``: Python numbers in the state become (weakly typed)
     arrays, and each variable must keep its shape, dtype and structure, or a
     ``LoopStateError`` names it. With ``opts={'maximum_iterations': N}`` the
-    staged loop is a ``lax.scan`` of ``N`` masked steps instead, which reverse
-    mode ``jax.grad`` can differentiate.
+    staged loop stops after at most ``N`` steps, and reverse-mode ``jax.grad``
+    can differentiate it.
 
     ``bound=(name, op, limit, step)`` names a counter that bounds the loop
     (the test holds ``name op limit()``; the body moves ``name`` by ``step``).
-    When reverse-mode differentiation traces the loop and the counter and the
-    limit are Python ints, the loop is staged as that masked ``lax.scan`` of
-    as many steps as the counter allows, with no hint from the user; otherwise
-    it stays a ``lax.while_loop``, which stops as soon as its test is false.
+    When the counter and the limit are Python ints, the loop is given as many
+    most iterations as the counter allows, with no hint from the user. A loop
+    with most iterations (given or inferred) runs as ``lax.while_loop`` and
+    differentiates in reverse mode as a bounded ``lax.scan``
+    (:func:`runtime.bounded.counted_loop`); any other staged loop is a
+    ``lax.while_loop``, which reverse mode cannot differentiate.
     """
     state = tuple(init)
     names = tuple(names)
@@ -74,11 +80,11 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
         if is_traced(c):
             opts = dict(opts or {})
             limit = None
-            if opts.get("maximum_iterations") is None and _reverse_mode(state, (test, body)):
+            if opts.get("maximum_iterations") is None:
                 trips = None if bound is None else _bounded_trips(bound, state, names)
-                if trips is not None:
+                if trips is not None:  # a `while_loop`, differentiable as the bounded form
                     opts["maximum_iterations"], limit = trips, bound[2]()
-                else:
+                elif _reverse_mode(state, (test, body)):
                     _note_unbounded_under_reverse()
             lifted = objects.lift(state, (test, body), "`while` loop")
             if lifted is not None:  # Flax objects the body updates: carried, written back
@@ -202,16 +208,17 @@ def _staged_while_defined(test, body, state, names, opts, loop="while"):
             final = lax.while_loop(cond_arrays, body_arrays, carry.arrays)
         return carry.unflatten(final, final=True)
 
-    if _stabilize(carry, jax.eval_shape(body_arrays, carry.arrays)):
-        _stabilize(carry, jax.eval_shape(body_arrays, carry.arrays))
-
-    def step(arrays, _):
-        keep = cond_arrays(arrays)
-        return lax.cond(keep, body_arrays, lambda a: list(a), arrays), None
-
     with staging():
-        final, _ = lax.scan(step, carry.arrays, None, length=int(maximum))
+        final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
+                             int(maximum), stabilize=_stabilizer(carry))
     return carry.unflatten(final, final=True)
+
+
+def _stabilizer(carry):
+    """``counted_loop``'s hook: the carry promoted to what one step makes, or None."""
+    def stabilize(out_avals):
+        return carry.arrays if _stabilize(carry, out_avals) else None
+    return stabilize
 
 
 # ----------------------------------------------------------------------------
@@ -397,33 +404,12 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
                 grown.append([])
         return carry.check(tuple(out), arrays), grown
 
-    if extra_test is None:
-        def step(arrays, kx):
-            k, x = kx
-            return one(arrays, k, x)
-    else:
-        def step(arrays, kx):
-            k, x = kx
-            keep = condition(extra_test(*carry.unflatten(arrays)), "a `for` loop's exit test")
-            if not is_traced(keep):
-                keep = jnp.asarray(keep, bool)
-            new, grown = one(arrays, k, x)
-            if any(grown):
-                name = names[next(i for i, g in zip(lists, grown) if g)]
-                raise errors.LoopStateError(
-                    "a list cannot grow in a loop that may stop early",
-                    observed=f"`{name}` is appended to in a loop with `break` or `return`, so "
-                             f"its final length is only known at run time",
-                    variable=name,
-                    fix="preallocate an array and write item i with `.at[i].set(...)`, "
-                        "keeping a count of the items written")
-            new = [jnp.where(keep, a, b) for a, b in zip(new, arrays)]
-            return new, grown
-        # masked steps select between the new and the old state, so the
-        # state's dtypes must already be those one iteration produces
-        probe = lambda arrays: one(arrays, ks[0], x0)[0]
-        if _stabilize(carry, jax.eval_shape(probe, carry.arrays)):
-            _stabilize(carry, jax.eval_shape(probe, carry.arrays))
+    if extra_test is not None:
+        return _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists)
+
+    def step(arrays, kx):
+        k, x = kx
+        return one(arrays, k, x)
 
     try:
         with staging():
@@ -442,6 +428,32 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
                      for k in range(n) for j in range(m)]
             values[i] = list(values[i]) + extra
     return tuple(values)
+
+
+def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
+    """A static-trip `for` with `break` or `return`: a loop that stops when it exits."""
+    def test(arrays):
+        keep = condition(extra_test(*carry.unflatten(arrays)), "a `for` loop's exit test")
+        return keep if is_traced(keep) else jnp.asarray(keep, bool)
+
+    def body(arrays, k):
+        x = None if xs is None else jax.tree_util.tree_map(
+            lambda a: lax.dynamic_index_in_dim(a, k, keepdims=False), xs)
+        new, grown = one(arrays, k + k0, x)
+        if any(grown):
+            name = names[next(i for i, g in zip(lists, grown) if g)]
+            raise errors.LoopStateError(
+                "a list cannot grow in a loop that may stop early",
+                observed=f"`{name}` is appended to in a loop with `break` or `return`, so "
+                         f"its final length is only known at run time",
+                variable=name,
+                fix="preallocate an array and write item i with `.at[i].set(...)`, "
+                    "keeping a count of the items written")
+        return new
+
+    with staging():
+        final = counted_loop(test, body, carry.arrays, seq.n - k0, stabilize=_stabilizer(carry))
+    return carry.unflatten(final, final=True)
 
 
 @_lifted_for

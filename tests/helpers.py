@@ -64,3 +64,22 @@ def with_globals(fn, **replacements):
     the meaning of a program that hands those callees to a JAX transformation."""
     g = {**fn.__globals__, **replacements}
     return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def primitives(jaxpr) -> set:
+    """Names of the primitives in ``jaxpr`` and in every jaxpr nested in it."""
+    names = set()
+
+    def walk(jx):
+        for eqn in jx.eqns:
+            names.add(eqn.primitive.name)
+            for v in eqn.params.values():
+                subs = v if isinstance(v, (tuple, list)) else [v]
+                for s in subs:
+                    if hasattr(s, "jaxpr"):
+                        walk(s.jaxpr if hasattr(s.jaxpr, "eqns") else s.jaxpr.jaxpr)
+                    elif hasattr(s, "eqns"):
+                        walk(s)
+
+    walk(jaxpr.jaxpr)
+    return names

@@ -13,7 +13,7 @@ import pytest
 
 import autograph
 from autograph import BranchError, ConditionError, LoopStateError, UndefinedVariableError
-from tests.helpers import check_equivalent
+from tests.helpers import check_equivalent, primitives
 
 conv = autograph.convert
 
@@ -31,24 +31,6 @@ def _where(fn, text: str) -> str:
     return rf"^\S*test_loops\.py:{_line(fn, text)}: "
 
 
-def _primitives(jaxpr) -> set:
-    names = set()
-
-    def walk(jx):
-        for eqn in jx.eqns:
-            names.add(eqn.primitive.name)
-            for v in eqn.params.values():
-                subs = v if isinstance(v, (tuple, list)) else [v]
-                for s in subs:
-                    if hasattr(s, "jaxpr"):
-                        walk(s.jaxpr if hasattr(s.jaxpr, "eqns") else s.jaxpr.jaxpr)
-                    elif hasattr(s, "eqns"):
-                        walk(s)
-
-    walk(jaxpr.jaxpr)
-    return names
-
-
 # ---------------------------------------------------------------------------
 # A Python condition that becomes traced
 
@@ -64,7 +46,7 @@ def count_up(n):
 
 def test_python_start_traced_bound():
     check_equivalent(count_up, *[(np.int32(n),) for n in (0, 1, 6)])
-    assert "while" in _primitives(jax.make_jaxpr(conv(count_up))(3))
+    assert "while" in primitives(jax.make_jaxpr(conv(count_up))(3))
 
 
 def grow_until(x, y):
@@ -557,7 +539,7 @@ def test_append_in_staged_loop_is_a_scan_not_unrolled():
             ys.append(jnp.sin(x))
         return jnp.stack(ys)
     jaxpr = jax.make_jaxpr(conv(f))(jnp.ones(50))
-    assert "scan" in _primitives(jaxpr)
+    assert "scan" in primitives(jaxpr)
     assert sum(e.primitive.name == "sin" for e in jaxpr.jaxpr.eqns) == 0
 
 
@@ -691,7 +673,7 @@ def test_enumerate_zip_reversed():
     check_equivalent(rev_range, (np.float32(0.0),))
     check_equivalent(zip_range_array, (xs,))
     jaxpr = jax.make_jaxpr(conv(enum_zip_rev))(jnp.asarray(xs), jnp.asarray(ys))
-    assert "scan" in _primitives(jaxpr)
+    assert "scan" in primitives(jaxpr)
 
 
 def enumerate_traced_range(x, n):
@@ -740,9 +722,9 @@ def test_python_containers_stay_python():
     check_equivalent(over_list_of_arrays, (np.float32(1.0), np.float32(-2.0)),
                      (np.float32(-1.0), np.float32(2.0)))
     for fn, args in ((over_list, (1.0,)), (over_dict, (1.0,))):
-        prims = _primitives(jax.make_jaxpr(conv(fn))(*args))
+        prims = primitives(jax.make_jaxpr(conv(fn))(*args))
         assert not prims & {"scan", "while"}, prims
-    prims = _primitives(jax.make_jaxpr(conv(over_list_of_arrays))(1.0, 2.0))
+    prims = primitives(jax.make_jaxpr(conv(over_list_of_arrays))(1.0, 2.0))
     assert not prims & {"scan", "while"} and "cond" in prims
 
 
@@ -768,13 +750,17 @@ def test_staging_kinds():
             x = x * 2.0
         return x
 
-    p = _primitives(jax.make_jaxpr(conv(static_range))(1.0))
+    p = primitives(jax.make_jaxpr(conv(static_range))(1.0))
     assert "scan" in p and "while" not in p
-    p = _primitives(jax.make_jaxpr(conv(traced_range))(1.0, 3))
+    p = primitives(jax.make_jaxpr(conv(traced_range))(1.0, 3))
     assert "while" in p and "scan" not in p
-    p = _primitives(jax.make_jaxpr(conv(plain_while))(1.0))
+    p = primitives(jax.make_jaxpr(conv(plain_while))(1.0))
     assert "while" in p
-    p = _primitives(jax.make_jaxpr(conv(bounded_while))(1.0))
+    # evaluated, a bounded loop is a `while_loop` that stops when its test
+    # fails; differentiated, it is the bounded `scan` form
+    p = primitives(jax.make_jaxpr(conv(bounded_while))(1.0))
+    assert "custom_jvp_call" in p and "while" in p and "scan" not in p
+    p = primitives(jax.make_jaxpr(jax.grad(conv(bounded_while)))(1.0))
     assert "scan" in p and "while" not in p
 
 
