@@ -19,17 +19,28 @@ class Analysis(enum.Enum):
     DEFINITIONS = "which local names may be bound when a statement starts"
 
 
-def _directly_contains(fn: gast.FunctionDef, kinds: tuple) -> bool:
-    """Whether ``fn``'s own body (not a nested function's) holds a node of ``kinds``."""
-    stack = list(fn.body)
+def _functions(tree: gast.AST, kinds: tuple | None) -> list:
+    """The function definitions in ``tree`` (outer ones first), or only those whose
+    own body (not a nested function's) holds a node of ``kinds``: one walk."""
+    from autograph.analysis.activity import push_children
+
+    found = []  # (function, node types its own body holds)
+    stack = [(tree, None)]
+    pop = stack.pop
     while stack:
-        node = stack.pop()
-        if isinstance(node, kinds):
-            return True
-        if isinstance(node, (gast.FunctionDef, gast.ClassDef, gast.Lambda)):
+        node, owner = pop()
+        if owner is not None:
+            owner.add(type(node))
+        if type(node) is gast.FunctionDef:  # its decorators and defaults are the owner's
+            inner = set()
+            found.append((node, inner))
+            stack.extend((s, inner) for s in node.body)
+            for part in (node.decorator_list, [node.args], [node.returns]):
+                stack.extend((p, owner) for p in part if p is not None)
             continue
-        stack.extend(gast.iter_child_nodes(node))
-    return False
+        push_children(node, lambda child: stack.append((child, owner)))
+    return [fn for fn, held in found
+            if kinds is None or any(issubclass(t, kinds) for t in held)]
 
 
 def run(tree: gast.AST, requires: Iterable[Analysis], kinds: tuple | None = None) -> None:
@@ -42,13 +53,11 @@ def run(tree: gast.AST, requires: Iterable[Analysis], kinds: tuple | None = None
         return
     activity._memo = {}
     try:
-        for node in gast.walk(tree):
-            if isinstance(node, gast.FunctionDef) and (
-                    kinds is None or _directly_contains(node, kinds)):
-                activity.analyze_function(node)  # liveness and definitions build on it
-                if Analysis.LIVENESS in requires:
-                    liveness.analyze_function(node)
-                if Analysis.DEFINITIONS in requires:
-                    definitions.analyze_function(node)
+        for node in _functions(tree, kinds):
+            activity.analyze_function(node)  # liveness and definitions build on it
+            if Analysis.LIVENESS in requires:
+                liveness.analyze_function(node)
+            if Analysis.DEFINITIONS in requires:
+                definitions.analyze_function(node)
     finally:
         activity._memo = None

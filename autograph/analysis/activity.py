@@ -62,8 +62,12 @@ def memoized(fn):
     return wrapper
 
 
-class _Collector(gast.NodeVisitor):
-    """Collects names of one expression or simple statement."""
+class _Collector:
+    """Collects names of one expression or simple statement.
+
+    An explicit stack instead of a ``NodeVisitor``: the analyses run this on
+    every expression of every function, once per pass that needs them.
+    """
 
     def __init__(self):
         self.reads, self.kills, self.modified = set(), set(), set()
@@ -71,58 +75,56 @@ class _Collector(gast.NodeVisitor):
     def scope(self) -> Scope:
         return Scope(frozenset(self.reads), frozenset(self.kills), frozenset(self.modified))
 
-    def _root(self, node):
+    @staticmethod
+    def _root(node):
         while isinstance(node, (gast.Attribute, gast.Subscript, gast.Starred)):
             node = node.value
         return node.id if isinstance(node, gast.Name) else None
 
-    def visit_Name(self, node: gast.Name):
-        if isinstance(node.ctx, gast.Load):
-            self.reads.add(node.id)
-        else:  # Store, Del, Param
-            self.kills.add(node.id)
-            self.modified.add(node.id)
+    def visit(self, node) -> None:
+        reads, kills, modified = self.reads, self.kills, self.modified
+        stack = [node]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            kind = type(node)
+            if kind is gast.Name:
+                if type(node.ctx) is gast.Load:
+                    reads.add(node.id)
+                else:  # Store, Del, Param
+                    kills.add(node.id)
+                    modified.add(node.id)
+                continue
+            if kind is gast.Constant:
+                continue
+            if kind is gast.Subscript or kind is gast.Attribute:
+                if type(node.ctx) is not gast.Load:
+                    root = self._root(node)
+                    if root is not None:
+                        reads.add(root)
+                        modified.add(root)
+            elif kind is gast.Call:
+                func = node.func
+                if (type(func) is gast.Attribute and func.attr == "converted_call"
+                        and type(func.value) is gast.Name and func.value.id == "ag__"
+                        and node.args):
+                    func = node.args[0]  # `ag__.converted_call(d.update, ...)` is `d.update(...)`
+                if type(func) is gast.Attribute and func.attr in MUTATING_METHODS:
+                    root = self._root(func.value)
+                    if root is not None:
+                        modified.add(root)
+            elif kind is gast.AugAssign:
+                if type(node.target) is gast.Name:
+                    reads.add(node.target.id)  # `y += x` reads `y` before rebinding it
+            elif kind is gast.Lambda:
+                self._lambda(node)
+                continue
+            elif kind in _COMPREHENSIONS:
+                self._comprehension(node, _COMPREHENSIONS[kind](node))
+                continue
+            push_children(node, push)
 
-    def _visit_store_target(self, node):
-        root = self._root(node)
-        if root is not None:
-            self.reads.add(root)
-            self.modified.add(root)
-        self.generic_visit(node)
-
-    def visit_Subscript(self, node: gast.Subscript):
-        if not isinstance(node.ctx, gast.Load):
-            self._visit_store_target(node)
-            return
-        self.generic_visit(node)
-
-    def visit_Attribute(self, node: gast.Attribute):
-        if not isinstance(node.ctx, gast.Load):
-            self._visit_store_target(node)
-            return
-        self.generic_visit(node)
-
-    def visit_Call(self, node: gast.Call):
-        func = node.func
-        if (isinstance(func, gast.Attribute) and func.attr == "converted_call"
-                and isinstance(func.value, gast.Name) and func.value.id == "ag__" and node.args):
-            func = node.args[0]  # `ag__.converted_call(d.update, ...)` is `d.update(...)`
-        if isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS:
-            root = self._root(func.value)
-            if root is not None:
-                self.modified.add(root)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: gast.AugAssign):
-        if isinstance(node.target, gast.Name):
-            self.reads.add(node.target.id)  # `y += x` reads `y` before rebinding it
-        self.generic_visit(node)
-
-    def visit_NamedExpr(self, node: gast.NamedExpr):
-        self.visit(node.value)
-        self.visit(node.target)
-
-    def visit_Lambda(self, node: gast.Lambda):
+    def _lambda(self, node: gast.Lambda):
         for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.visit(d)
         inner = _Collector()
@@ -150,13 +152,31 @@ class _Collector(gast.NodeVisitor):
         self.kills |= walrus
         self.modified |= walrus | (inner.modified - targets - inner.kills)
 
-    def visit_ListComp(self, node):
-        self._comprehension(node, [node.elt])
 
-    visit_SetComp = visit_GeneratorExp = visit_ListComp
+_COMPREHENSIONS = {
+    gast.ListComp: lambda n: [n.elt], gast.SetComp: lambda n: [n.elt],
+    gast.GeneratorExp: lambda n: [n.elt], gast.DictComp: lambda n: [n.key, n.value],
+}
 
-    def visit_DictComp(self, node):
-        self._comprehension(node, [node.key, node.value])
+# Per node type, the fields that can hold child nodes (not `ctx`, not strings).
+_CHILD_FIELDS: dict[type, tuple] = {}
+
+
+def push_children(node, push) -> None:
+    """Calls ``push`` on each child node of ``node`` (not its ``ctx``)."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(
+            f for f in kind._fields if f not in ("ctx", "type_comment", "type_params"))
+    for f in fields:
+        value = getattr(node, f, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, gast.AST):
+                    push(item)
+        elif isinstance(value, gast.AST):
+            push(value)
 
 
 def _param_names(args: gast.arguments) -> set:

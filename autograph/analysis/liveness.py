@@ -101,13 +101,18 @@ def closure_reads(node: gast.FunctionDef) -> frozenset:
     must reach the closure's cell.
     """
     reads = set()
-    for child in gast.walk(node):
-        if child is node:
-            continue
-        if isinstance(child, gast.FunctionDef) and not anno.get(child, Anno.GENERATED):
-            reads |= activity.function_free_reads(child)
-        elif isinstance(child, gast.Lambda):
+    stack = list(node.body)
+    while stack:
+        child = stack.pop()
+        kind = type(child)
+        if kind is gast.FunctionDef and not anno.get(child, Anno.GENERATED):
+            reads |= activity.function_free_reads(child)  # its own closures included
+            stack.extend(child.decorator_list)
+            stack.extend(d for d in child.args.defaults + child.args.kw_defaults if d is not None)
+        elif kind is gast.Lambda:
             reads |= activity.expression_scope(child).reads
+        else:
+            activity.push_children(child, stack.append)
     return frozenset(reads) & activity.function_locals(node)
 
 
