@@ -124,10 +124,52 @@ def first_conversion_ms() -> float:
     return first_conversion()["first_ms"]
 
 
+def against_tensorflow(count: int = 40) -> dict | None:
+    """``to_code`` of the same fresh functions by autograph and by TensorFlow AutoGraph.
+
+    Both run in one process: this one when ``tensorflow`` imports here, else
+    the Python named by ``AUTOGRAPH_BENCH_TF_PYTHON`` (one with TensorFlow and
+    this package installed). None when neither is available.
+    """
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        python = os.environ.get("AUTOGRAPH_BENCH_TF_PYTHON")
+        if not python:
+            return None
+        import json
+        import subprocess
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run(
+            [python, "-c", f"import sys, json; sys.path.insert(0, {here!r}); import conversion; "
+                           f"print(json.dumps(conversion.against_tensorflow({count})))"],
+            capture_output=True, text=True, check=True,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    import tensorflow as tf
+
+    import autograph
+    ours, theirs = [], []
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(2 * count + 2):
+            module = _load(d, f"versus_tf_{i}", LOOPS.format(i=i))
+            fn = getattr(module, f"f{i}")
+            convert = autograph.to_code if i % 2 == 0 else tf.autograph.to_code
+            start = time.perf_counter()
+            convert(fn)
+            (ours if i % 2 == 0 else theirs).append(time.perf_counter() - start)
+    # the first of each is the first conversion in this process
+    return {"autograph_ms": 1e3 * statistics.median(ours[1:]),
+            "tensorflow_ms": 1e3 * statistics.median(theirs[1:]),
+            "autograph_first_ms": 1e3 * ours[0], "tensorflow_first_ms": 1e3 * theirs[0],
+            "tensorflow": tf.__version__}
+
+
 def main() -> dict:
     first = first_conversion()
     results = {"nested_ifs": measure(IFS), "loops": measure(LOOPS),
-               "first_conversion_ms": first["first_ms"], "first_conversion": first}
+               "first_conversion_ms": first["first_ms"], "first_conversion": first,
+               "tensorflow": against_tensorflow()}
     for name in ("nested_ifs", "loops"):
         r = results[name]
         print(f"to_code {name:11s} median {r['median_ms']:.2f} ms  max {r['max_ms']:.2f} ms  "
@@ -135,6 +177,13 @@ def main() -> dict:
               f"(CPython compile() of the file: {r['python_compile_median_ms']:.2f} ms)")
     print(f"first conversion in a fresh process: {first['first_ms']:.1f} ms "
           f"(a second function there: {first['second_ms']:.1f} ms)")
+    tf = results["tensorflow"]
+    if tf is None:
+        print("TensorFlow is not importable (set AUTOGRAPH_BENCH_TF_PYTHON): no comparison")
+    else:
+        print(f"to_code against TensorFlow AutoGraph {tf['tensorflow']}: autograph "
+              f"{tf['autograph_ms']:.2f} ms, TensorFlow {tf['tensorflow_ms']:.1f} ms "
+              f"({tf['tensorflow_ms'] / tf['autograph_ms']:.1f}x faster)")
     return results
 
 

@@ -50,7 +50,7 @@ def level_sizes(n: int, base: int = BASE) -> list[int]:
     return sizes
 
 
-def counted_loop(test, body, arrays, n: int, stabilize=None):
+def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool = False):
     """Runs ``body`` while ``k < n and test(arrays)``, differentiably.
 
     Args:
@@ -62,6 +62,9 @@ def counted_loop(test, body, arrays, n: int, stabilize=None):
       stabilize: optional ``stabilize(out_avals) -> arrays or None``: given
         what one step of ``body`` produces, new initial arrays (promoted to
         the dtypes the body makes), or None when they already match.
+      test_bounds: whether ``test`` itself fails after at most ``n`` steps (a
+        counter the test compares, as ``while i < 10``); the ``while_loop``
+        then needs no step count of its own.
 
     Returns:
       The final arrays, as a list.
@@ -91,6 +94,10 @@ def counted_loop(test, body, arrays, n: int, stabilize=None):
         return k + 1, list(run_body(*consts[n_test:], *a, k))
 
     def while_form(a, consts):
+        if test_bounds:
+            zero = jnp.int32(0)
+            return list(lax.while_loop(lambda a: run_test(*consts[:n_test], *a)[0],
+                                       lambda a: step((zero, a), consts)[1], list(a)))
         _, final = lax.while_loop(lambda s: active(s[0], s[1], consts),
                                   lambda s: step(s, consts), (jnp.int32(0), list(a)))
         return list(final)

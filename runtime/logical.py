@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 
 from .conditionals import if_exp
 from .conditions import condition
@@ -41,6 +42,9 @@ def or_(left, right_thunk):
 
 def _choose(c, if_true, if_false):
     if _is_bool(if_true) and _is_bool(if_false):
+        t, f = jnp.asarray(if_true), jnp.asarray(if_false)
+        if t.shape == f.shape == jnp.shape(c) == ():  # a loop test: `lax.select`, no `jnp` call
+            return lax.select(jnp.asarray(c, bool), t, f)
         return jnp.where(c, if_true, if_false)
     return if_exp(c, lambda: if_true, lambda: if_false)
 
@@ -54,4 +58,5 @@ def not_(x):
     c = _truth(x, "not")
     if not is_traced(c):
         return not c
-    return jnp.logical_not(c)
+    c = jnp.asarray(c)
+    return lax.bitwise_not(c) if c.dtype == jnp.bool_ else jnp.logical_not(c)

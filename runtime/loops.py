@@ -84,6 +84,7 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
                 trips = None if bound is None else _bounded_trips(bound, state, names)
                 if trips is not None:  # a `while_loop`, differentiable as the bounded form
                     opts["maximum_iterations"], limit = trips, bound[2]()
+                    opts["test_bounds"] = True
                 elif _reverse_mode(state, (test, body)):
                     _note_unbounded_under_reverse()
             lifted = objects.lift(state, (test, body), "`while` loop")
@@ -210,7 +211,8 @@ def _staged_while_defined(test, body, state, names, opts, loop="while"):
 
     with staging():
         final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
-                             int(maximum), stabilize=_stabilizer(carry))
+                             int(maximum), stabilize=_stabilizer(carry),
+                             test_bounds=opts.get("test_bounds", False))
     return carry.unflatten(final, final=True)
 
 
