@@ -1,5 +1,5 @@
 # Set-up and everyday commands. `make install && make demo` on a fresh machine,
-# `make test` for the whole suite (it installs first when needed).
+# `make test` for the lint gate and the whole suite (it installs first when needed).
 
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -22,7 +22,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/collatz.py
 
+# the lint gate (ruff, configured in pyproject.toml), then the whole suite
 test: $(STAMP)
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -7,22 +7,29 @@ Public API: :func:`convert`, :func:`to_code`, :func:`do_not_convert`,
 :func:`set_loop_options`, and the error classes in :mod:`autograph.errors`.
 """
 
+from autograph import api as _api
+from autograph import runtime as _runtime  # noqa: F401 - registers the call converter
 from autograph.api import convert, do_not_convert, to_code
 from autograph.directives import set_loop_options
+from autograph.errors import (
+    AutographError,
+    BranchError,
+    ConditionError,
+    ConversionError,
+    LoopStateError,
+    UndefinedVariableError,
+)
 from autograph.export import ArtifactError, export, load, save
 from autograph.function import ConcreteFunction, Function, function
 from autograph.modes import functions_run_eagerly, run_eagerly, run_functions_eagerly
 from autograph.runtime.side_effects import autograph_print as print  # noqa: A001
 from autograph.specs import TensorSpec
-from autograph.errors import (AutographError, BranchError, ConditionError, ConversionError,
-                              LoopStateError, UndefinedVariableError)
-from autograph import runtime as _runtime  # noqa: F401 - registers the call converter
-from autograph import api as _api
 
 _runtime.calls.set_converter(_api._convert_for_call)
 
 try:  # one version number: the distribution's (pyproject.toml)
-    from importlib.metadata import PackageNotFoundError, version as _version
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _version
     __version__ = _version("autograph-jax")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree not installed
     __version__ = "0+unknown"

@@ -28,7 +28,8 @@ class Anno(enum.Enum):
     FLAG_SET = "Marks an assignment of a jump flag that a pass may drop when unused."
     LOOP_OPTIONS = "dict of keyword expressions from `autograph.set_loop_options`."
     CLOSURE_READS = "frozenset of a function's local names that its nested user functions read."
-    GENERATED = "Marks a function a converter made for a branch or loop body; it is called in place."
+    GENERATED = ("Marks a function a converter made for a branch or loop body; it is called "
+                 "in place.")
 
 
 def _table(node: Any, create: bool) -> dict | None:

@@ -15,6 +15,7 @@ from autograph import errors, loader, parsing, pipeline
 from autograph.runtime import calls as _calls
 from autograph.runtime import transforms as _transforms
 
+
 class _CodeCache:
     """code object -> {recursive: Compiled}, by identity, dropped with the code.
 
@@ -92,7 +93,8 @@ def _plain_callable(fn) -> bool:
     """Whether ``convert`` leaves ``fn`` as it is: converted already, or not convertible."""
     from autograph.function import Function
     return (_calls.converted_of(fn) is not None or _calls.marked_do_not_convert(fn)
-            or isinstance(fn, Function) or isinstance(getattr(type(fn), "__call__", None), Function))
+            or isinstance(fn, Function)
+            or isinstance(getattr(type(fn), "__call__", None), Function))
 
 
 def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:

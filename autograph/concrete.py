@@ -83,7 +83,8 @@ class ConcreteFunction:
         args, kwargs = self._positional(args, kwargs, len(specs), set(kwspecs))
         checked = [_check_spec(self._name, self._function._arg_name(i), s, a)
                    for i, (s, a) in enumerate(zip(specs, args))]
-        checked_kw = {k: _check_spec(self._name, f"`{k}`", kwspecs[k], v) for k, v in kwargs.items()}
+        checked_kw = {k: _check_spec(self._name, f"`{k}`", kwspecs[k], v)
+                      for k, v in kwargs.items()}
         if self._compiled is not None:
             dynamic = [a for s, a in zip(specs, checked) if _is_spec_tree(s)]
             dyn_kw = {k: v for k, v in checked_kw.items() if _is_spec_tree(kwspecs[k])}

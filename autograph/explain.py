@@ -396,10 +396,10 @@ class _Describer:
                                     and isinstance(iterable.func, gast.Name)) else None
         if func == "range":
             block.runtime = (
-                f"a Python loop while the bounds are Python ints and the loop state holds "
-                f"no traced value; once the state is traced, the remaining iterations run "
-                f"as one `lax.scan` (the trip count is static); with a traced bound, as "
-                f"`lax.while_loop`" + early)
+                "a Python loop while the bounds are Python ints and the loop state holds "
+                "no traced value; once the state is traced, the remaining iterations run "
+                "as one `lax.scan` (the trip count is static); with a traced bound, as "
+                "`lax.while_loop`" + early)
         else:
             via = (f" (`{func}` of ranges and arrays stays stageable)"
                    if func in ("enumerate", "zip", "reversed") else "")

@@ -163,7 +163,8 @@ def load(path: str | os.PathLike) -> LoadedFunction:
         raise ArtifactError(f"{path}: not a readable autograph artifact (corrupt or "
                             f"truncated?): {e}") from None
     if manifest.get("format") != FORMAT:
-        raise ArtifactError(f"{path}: not an autograph artifact (format {manifest.get('format')!r})")
+        raise ArtifactError(
+            f"{path}: not an autograph artifact (format {manifest.get('format')!r})")
     version = manifest.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise ArtifactError(

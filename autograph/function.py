@@ -24,12 +24,16 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from autograph import api, errors
+from autograph import api, errors, modes
+from autograph.concrete import (
+    ConcreteFunction,
+    _as_spec,
+    _BoundConcreteFunction,
+    _check_spec,
+    _describe,
+)
 from autograph.runtime import objects as _objects
 from autograph.runtime import transforms as _transforms
-from autograph import modes
-from autograph.concrete import (ConcreteFunction, _BoundConcreteFunction, _as_spec,
-                                _check_spec, _describe)
 
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
 _ARRAY_IMPL = type(jax.numpy.zeros(()))  # the exact type, checked without an ABC lookup

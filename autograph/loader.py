@@ -110,7 +110,8 @@ def compile_function(source: str, line_map: dict[int, int], *, name: str,
         body=tree.body + [ast.Return(value=ast.Name(id=tree.body[0].name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None)
     module = ast.Module(body=[factory], type_ignores=[])
-    for node in [factory, factory.args, factory.body[-1], factory.body[-1].value] + factory.args.args:
+    last = factory.body[-1]
+    for node in [factory, factory.args, last, last.value] + factory.args.args:
         ast.copy_location(node, tree.body[0])
     module_code = compile(module, filename, "exec")
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))

@@ -6,15 +6,26 @@ import gast
 
 from autograph import analysis, checks
 from autograph.context import Context
+from autograph.converters import (
+    assert_statements,
+    break_statements,
+    call_trees,
+    conditional_expressions,
+    continue_statements,
+    del_statements,
+    for_statements,
+    global_statements,
+    if_statements,
+    item_assignments,
+    logical_expressions,
+    print_calls,
+    raise_statements,
+    return_statements,
+    try_statements,
+    undefined_reads,
+    while_statements,
+)
 from autograph.naming import Namer
-from autograph.converters import (assert_statements, break_statements, call_trees,
-                                  conditional_expressions, continue_statements, del_statements,
-                                  for_statements, global_statements, if_statements,
-                                  item_assignments,
-                                  logical_expressions,
-                                  print_calls, raise_statements, return_statements,
-                                  try_statements,
-                                  undefined_reads, while_statements)
 
 PASSES = (
     print_calls,              # print(...) -> ag__.print_, before call_trees would see it

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import itertools
+from typing import Sequence
 
 import jax
 import numpy as np

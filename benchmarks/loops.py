@@ -41,7 +41,8 @@ def first_call_rows(sizes=(10, 100, 1000, 10000), unroll_limit=1000):
     for n in sizes:
         def converted():
             fn = _source_loop(n)
-            src = f"def f(x):\n    for i in range({n}):\n        x = x * 0.99 + jnp.sin(x)\n    return x\n"
+            src = (f"def f(x):\n    for i in range({n}):\n        x = x * 0.99 + jnp.sin(x)\n"
+                   f"    return x\n")
             linecache.cache[f"<loop{n}>"] = (len(src), None, src.splitlines(True), f"<loop{n}>")
             return jax.jit(autograph.convert(fn))
 

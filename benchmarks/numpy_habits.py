@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from loops import _steady_pair
 
 import autograph
-from loops import _steady_pair
 
 
 def scatter(x):

@@ -60,7 +60,8 @@ def render(r: dict) -> str:
     lines += [
         f"- **Per call** on `x + 1`: `autograph.function` {fc['autograph_function_us']:.2f} us, "
         f"{_x(fc['autograph_function_us'], fc['jax_jit_us'])} `jax.jit`. The guides' "
-        f"100-layer model: {_x(ds['captured']['autograph_function_us'], ds['captured']['jax_jit_us'])} "
+        f"100-layer model: "
+        f"{_x(ds['captured']['autograph_function_us'], ds['captured']['jax_jit_us'])} "
         f"`jax.jit` with captured weights, "
         f"{_x(ds['params']['autograph_function_us'], ds['params']['jax_jit_us'])} with the "
         f"weights passed as an argument, and "

@@ -129,7 +129,8 @@ def plot(first_call_rows, path) -> bool:
 
     n = [r["n"] for r in first_call_rows]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(n, [r["converted_s"] for r in first_call_rows], "o-", label="autograph.convert + jax.jit")
+    ax.plot(n, [r["converted_s"] for r in first_call_rows], "o-",
+            label="autograph.convert + jax.jit")
     ax.plot(n, [r["fori_s"] for r in first_call_rows], "s--", label="hand-written lax.fori_loop")
     unrolled = [(r["n"], r["unrolled_s"]) for r in first_call_rows if r["unrolled_s"] is not None]
     if unrolled:

@@ -13,6 +13,7 @@ import gast
 from autograph import templates
 from autograph.context import Context
 from autograph.jumps import convert_methods
+
 from .print_calls import deferred_fstring
 
 NODES = (gast.Assert,)  # the pass is skipped when the tree has none

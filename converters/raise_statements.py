@@ -21,6 +21,7 @@ import gast
 from autograph import templates
 from autograph.context import Context
 from autograph.jumps import convert_methods
+
 from .print_calls import deferred_fstring
 
 NODES = (gast.Raise,)  # the pass is skipped when the tree has none

@@ -24,6 +24,7 @@ import gast
 
 from autograph import jumps, templates
 from autograph.context import Context
+
 from .break_statements import add_loop_test, not_flag
 
 NODES = (gast.Return,)  # the pass is skipped when the tree has none

@@ -37,6 +37,7 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, activity
 from autograph.anno import Anno
 from autograph.context import Context
+
 from .if_statements import FunctionScopes, mark_generated, shared_cells, state_init
 
 NODES = (gast.While,)  # the pass is skipped when the tree has none

@@ -119,7 +119,8 @@ def main(argv=None):
         if step % 10 == 0 or step == args.steps - 1:
             print(f"step {step:3d}  loss {losses[-1]:.4f}")
     check_against_eager(model, x[:8])
-    print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}; the trained model still matches its eager run")
+    print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}; the trained model still matches its "
+          f"eager run")
     return {"losses": losses, "steps": steps}
 
 

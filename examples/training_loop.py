@@ -131,7 +131,8 @@ def train(epochs: int = 15, batch_size: int = 64, learning_rate: float = 3e-3,
         bar.update(1)
     bar.close()
     test_acc = float(evaluate(params, x_test, y_test))
-    return {"losses": np.concatenate(losses), "steps": int(step), "train_accuracy": float(train_acc),
+    return {"losses": np.concatenate(losses), "steps": int(step),
+            "train_accuracy": float(train_acc),
             "test_accuracy": test_acc, "seconds": time.perf_counter() - start,
             "traces": train_epoch.experimental_get_tracing_count(),
             "train_size": len(x_train), "test_size": len(x_test)}

@@ -39,6 +39,7 @@ import weakref
 from typing import Callable
 
 from autograph import errors
+
 from . import transforms
 from .values import is_staging
 

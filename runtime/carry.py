@@ -12,8 +12,10 @@ import jax
 import jax.numpy as jnp
 
 from autograph import errors
+
 from . import state as st
 from .values import UndefinedReturn, describe, is_undefined
+
 
 class _Carry:
     """Splits loop state into arrays to carry and Python objects held fixed."""
@@ -70,7 +72,8 @@ class _Carry:
                 detail = st.difference(before, value, name)
                 raise errors.LoopStateError(
                     f"a variable carried by a staged `{self.loop}` loop must keep its structure",
-                    observed=f"`{name}` is {describe(before) if not is_undefined(before) else 'unassigned'} "
+                    observed=f"`{name}` is "
+                             f"{describe(before) if not is_undefined(before) else 'unassigned'} "
                              f"before the loop but {describe(value)} after one iteration"
                              + (f" ({detail})" if detail else "")
                              + ("; only a list that is itself a loop variable can grow, by "
@@ -135,7 +138,8 @@ def _stabilize(carry: _Carry, step_out_avals):
     for x, aval in zip(carry.arrays, step_out_avals):
         shape, dtype, weak = st.aval_of(x)
         if dtype != aval.dtype and weak:
-            dtype2, weak2 = st.promote((shape, dtype, weak), (aval.shape, aval.dtype, aval.weak_type))
+            dtype2, weak2 = st.promote((shape, dtype, weak),
+                                       (aval.shape, aval.dtype, aval.weak_type))
             new.append(st.convert(x, dtype2, weak2))
             changed = True
         else:
@@ -185,7 +189,8 @@ def _infer_undefined(step, values, names, loop):
     except TypeError as e:
         if "Undefined" in str(e):
             name = sorted(undefined)[0]
-            raise _loop_undefined_error(name, loop, "one iteration does not always assign it") from None
+            raise _loop_undefined_error(
+                name, loop, "one iteration does not always assign it") from None
         raise
     new = []
     for n, v in zip(names, values):

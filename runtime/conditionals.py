@@ -8,13 +8,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from autograph import errors
+
 from . import objects
 from . import state as st
 from .conditions import condition
 from .side_effects import FString, user_raised
-from .values import (UndefinedReturn, staging, describe, is_python_number, is_traced,
-                            is_undefined)
-
+from .values import UndefinedReturn, describe, is_python_number, is_traced, is_undefined, staging
 
 
 def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
@@ -184,10 +183,9 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
         return _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised[0],
                                   records[raised[0]].error)
     sig_t, sig_f = records["t"].signature(), records["f"].signature()
-    choose = _select if _moves_only(jaxprs["t"]) and _moves_only(jaxprs["f"]) else lax.cond
     if _same(sig_t, sig_f):
         with staging():
-            arrays = choose(pred, _replay(jaxprs["t"]), _replay(jaxprs["f"]))
+            arrays = lax.cond(pred, _replay(jaxprs["t"]), _replay(jaxprs["f"]))
         return _rebuild_like(records["t"], _strong_where_either(arrays, sig_t, sig_f))
     spec = _merge(records["t"], records["f"], names, exits, returns)
 
@@ -199,32 +197,9 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
         return run
 
     with staging():
-        arrays = choose(pred, cast("t"), cast("f"))
+        arrays = lax.cond(pred, cast("t"), cast("f"))
     return _rebuild(spec, arrays)
 
-
-# Primitives that compute nothing: a branch made of these only moves values.
-_MOVES = frozenset({"convert_element_type", "copy", "copy_p", "reshape", "broadcast_in_dim"})
-
-
-def _moves_only(closed) -> bool:
-    """Whether a traced branch only passes on values it was given or constants."""
-    return not closed.effects and all(e.primitive.name in _MOVES for e in closed.jaxpr.eqns)
-
-
-def _select(pred, true_fn, false_fn):
-    """``lax.cond`` of two branches that compute nothing, as selects.
-
-    Choosing between values already computed needs no branch at run time:
-    a select fuses with its neighbours where a conditional would cut the
-    program in two, and its gradient goes to the chosen value as the
-    ``cond``'s does.
-    """
-    t, f = list(true_fn()), list(false_fn())
-    if any(jax.dtypes.issubdtype(jnp.result_type(a), jax.dtypes.extended) for a in t + f):
-        return lax.cond(pred, lambda: t, lambda: f)
-    pred = jnp.asarray(pred, bool)
-    return [lax.select(jnp.broadcast_to(pred, jnp.shape(a)), a, b) for a, b in zip(t, f)]
 
 
 def _replay(closed):

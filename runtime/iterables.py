@@ -16,8 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograph import errors
+
 from . import state as st
 from .values import Tracer, is_array
+
 
 class _Seq:
     """A sequence of static length ``n`` that a ``lax.scan`` can walk.

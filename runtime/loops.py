@@ -34,15 +34,22 @@ import numpy as np
 from jax import lax
 
 from autograph import errors
-from .carry import (_Carry, _TrackedList, _infer_undefined, _prepare, _stabilize)
-from .bounded import counted_loop
-from .conditionals import if_stmt
+
 from . import objects, transforms
+from .bounded import counted_loop
+from .carry import _Carry, _infer_undefined, _prepare, _stabilize, _TrackedList
+from .conditionals import if_stmt
 from .conditions import condition
-from .iterables import (TracedRange, _Seq, _TracedSeq, _as_seq, enumerate_, range_,
-                        reversed_, zip_)
-from .values import (MaybeUndefined, Tracer, UndefinedReturn, closure_values, is_traced,
-                     is_undefined, staging)
+from .iterables import TracedRange, _as_seq, _Seq, _TracedSeq, enumerate_, range_, reversed_, zip_
+from .values import (
+    MaybeUndefined,
+    Tracer,
+    UndefinedReturn,
+    closure_values,
+    is_traced,
+    is_undefined,
+    staging,
+)
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
 
@@ -197,7 +204,7 @@ def _staged_while_defined(test, body, state, names, opts, loop="while"):
                     observed=f"`{n}` grows from {lengths[n]} to {len(v)} items in one iteration",
                     variable=n,
                     fix="preallocate an array (`jnp.zeros((max_len, ...))`) and write item i "
-                        f"with `.at[i].set(...)`, or loop over a static `range`")
+                        "with `.at[i].set(...)`, or loop over a static `range`")
         return carry.check(out, arrays)
 
     def cond_arrays(arrays):
@@ -363,7 +370,8 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
     n = seq.n - k0
     if n <= 0:
         return state
-    xs = None if seq.xs is None else jax.tree_util.tree_map(lambda a: jnp.asarray(a)[k0:seq.n], seq.xs)
+    xs = None if seq.xs is None else jax.tree_util.tree_map(
+        lambda a: jnp.asarray(a)[k0:seq.n], seq.xs)
     ks = jnp.arange(k0, seq.n, dtype=np.int32)
     x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
     state = _prepare(state, names, "for", lambda s: tuple(body(seq.element(ks[0], x0), *s)),

@@ -29,6 +29,7 @@ from typing import Callable
 import jax
 
 from autograph import errors
+
 from .values import closure_values
 
 OBJECTS = "<objects>"  # the name of the lifted state among the carried names

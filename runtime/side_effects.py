@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograph import errors
+
 from .values import Tracer, is_staging, is_traced
 
 

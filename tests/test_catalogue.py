@@ -603,6 +603,7 @@ def test_expression_statement():
 
 def import_in_function(x):
     import math
+
     from numpy import float32 as f32
     if x > 0:
         y = math.sqrt(4.0) * x

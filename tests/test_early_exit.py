@@ -181,28 +181,3 @@ def test_level_sizes_cover_the_trip_count(n):
     assert int(np.prod(sizes)) >= n and all(s <= 16 or len(sizes) == 1 for s in sizes[1:])
     assert int(np.prod(sizes[1:] or [1])) < n or n == 1  # the outer level is not empty
 
-
-def test_branches_that_only_choose_become_selects():
-    def pick(x, a, b):
-        if x.sum() > 0:
-            y = a
-        else:
-            y = b
-        return y * 2.0
-
-    def compute(x):
-        if x.sum() > 0:
-            y = jnp.sin(x)
-        else:
-            y = jnp.cos(x)
-        return y
-
-    conv = autograph.convert(pick)
-    x, a, b = jnp.ones(3), jnp.full(3, 2.0), jnp.full(3, -1.0)
-    p = primitives(jax.make_jaxpr(conv)(x, a, b))
-    assert "cond" not in p and "select_n" in p
-    assert "cond" in primitives(jax.make_jaxpr(autograph.convert(compute))(x))
-    for sign in (1.0, -1.0):
-        assert np.allclose(conv(sign * x, a, b), pick(sign * x, a, b))
-        ga, gb = jax.grad(lambda a, b: conv(sign * x, a, b).sum(), (0, 1))(a, b)
-        assert np.allclose(ga, 2.0 * (sign > 0)) and np.allclose(gb, 2.0 * (sign < 0))

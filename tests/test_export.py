@@ -7,7 +7,6 @@ import sys
 import textwrap
 import zipfile
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

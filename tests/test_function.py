@@ -8,9 +8,9 @@ Print and assert on traced values are in ``test_side_effects.py``.
 
 from __future__ import annotations
 
-import re
 import dataclasses
 import functools
+import re
 import threading
 import warnings
 from typing import NamedTuple
@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph import TensorSpec
-from autograph import pipeline
+from autograph import TensorSpec, pipeline
 from autograph.runtime import calls as ag_calls
 
 

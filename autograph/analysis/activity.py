@@ -233,7 +233,8 @@ def statement_scope(node: gast.stmt) -> Scope:
     if isinstance(node, (gast.With, gast.AsyncWith)):
         items = EMPTY
         for item in node.items:
-            items = items | expression_scope(item.context_expr) | expression_scope(item.optional_vars)
+            items = (items | expression_scope(item.context_expr)
+                     | expression_scope(item.optional_vars))
         return items | block_scope(node.body)
     if isinstance(node, gast.Try):
         out = block_scope(node.body) | block_scope(node.orelse) | block_scope(node.finalbody)

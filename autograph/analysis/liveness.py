@@ -66,7 +66,8 @@ def statement(node, live_out: frozenset) -> frozenset:
     elif isinstance(node, (gast.With, gast.AsyncWith)):
         live = block(node.body, live_out)
         for item in reversed(node.items):
-            live = (live - activity.expression_scope(item.optional_vars).kills) | _reads(item.context_expr)
+            bound = activity.expression_scope(item.optional_vars).kills
+            live = (live - bound) | _reads(item.context_expr)
             live |= _reads(item.optional_vars)
         live_in = live
     elif isinstance(node, gast.Try):

@@ -5,7 +5,6 @@ import numpy as np
 from autograph.converters import for_statements
 from tests.helpers import assert_golden, check_equivalent
 
-
 # ---------------------------------------------------------------------------
 # Golden output
 

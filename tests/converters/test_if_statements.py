@@ -769,6 +769,7 @@ def test_a_user_variable_called_retval_is_named_as_itself():
     # roles come from the converter (`returns=`), not from the variable's name
     import jax
     import pytest
+
     import autograph
 
     def f(x):

@@ -1,7 +1,6 @@
 """The `raise` converter: golden output, and which errors wait for run time."""
 
 import jax
-import jax.numpy as jnp
 import pytest
 
 import autograph

@@ -6,7 +6,6 @@ import autograph
 from autograph.converters import while_statements
 from tests.helpers import assert_golden, check_equivalent
 
-
 # ---------------------------------------------------------------------------
 # Golden output
 

@@ -36,7 +36,6 @@ import importlib.util
 import itertools
 import logging
 import os
-import sys
 import tempfile
 import traceback
 import warnings

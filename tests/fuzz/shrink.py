@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import copy
 import json
 import os
 import re
@@ -23,6 +22,7 @@ import sys
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from tests.fuzz import harness  # noqa: E402
+
 
 class _Timeout(BaseException):
     pass
