@@ -11,12 +11,11 @@ could exit at run time): gradients and time.
 
 from __future__ import annotations
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from loops import _time_calls  # benchmarks/loops.py: per-call time of one round
 
 import autograph
 
@@ -68,14 +67,6 @@ def settle_masked(x, w):
     return jnp.sum(x ** 2)
 
 
-def _per_call(fn, args, calls):
-    start = time.perf_counter()
-    for _ in range(calls):
-        out = fn(*args)
-    jax.block_until_ready(out)
-    return (time.perf_counter() - start) / calls
-
-
 def _best(fns, args, rounds=15, calls=40):
     for f in fns:
         jax.block_until_ready(f(*args))
@@ -83,7 +74,7 @@ def _best(fns, args, rounds=15, calls=40):
     for r in range(rounds):
         order = list(enumerate(fns))
         for i, f in order if r % 2 == 0 else order[::-1]:
-            best[i] = min(best[i], _per_call(f, args, calls))
+            best[i] = min(best[i], _time_calls(f, args, calls))
     return best
 
 

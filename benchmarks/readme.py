@@ -40,7 +40,7 @@ def render(r: dict) -> str:
         f"loop carries its exit flag and return value).",
         f"- **`jax.grad` through an early exit** (exit after ~30 of 1000 steps): "
         f"{g['converted_us']:.0f} us, {_x(g['converted_us'], g['masked_us'])} the masked "
-        f"scan written by hand; gradients equal to {g['max_abs_difference']:.1g}.",
+        f"scan written by hand; gradients equal within {g['max_abs_difference']:.1g}.",
         "- **First call** (convert + trace + compile + run) against the same function "
         "written with `lax`: " + "; ".join(
             f"{row['program']} {row['ratio']:.2f}x" for row in r["first_call"]) + ".",
