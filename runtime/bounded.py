@@ -73,15 +73,18 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
     if n <= 0:
         return arrays
     k_aval = jax.ShapeDtypeStruct((), jnp.int32)
-    test_jaxpr = jax.make_jaxpr(lambda a: jnp.asarray(test(list(a)), bool))(arrays)
-    body_jaxpr = jax.make_jaxpr(lambda a, k: list(body(list(a), k)))(arrays, k_aval)
-    for _ in range(2):
+
+    def trace(arrays):
+        return (jax.make_jaxpr(lambda a: jnp.asarray(test(list(a)), bool))(arrays),
+                jax.make_jaxpr(lambda a, k: list(body(list(a), k)))(arrays, k_aval))
+
+    test_jaxpr, body_jaxpr = trace(arrays)
+    for _ in range(2):  # promoting one dtype may promote another on the next step
         promoted = None if stabilize is None else stabilize(body_jaxpr.out_avals)
         if promoted is None:
             break
         arrays = list(promoted)
-        test_jaxpr = jax.make_jaxpr(lambda a: jnp.asarray(test(list(a)), bool))(arrays)
-        body_jaxpr = jax.make_jaxpr(lambda a, k: list(body(list(a), k)))(arrays, k_aval)
+        test_jaxpr, body_jaxpr = trace(arrays)
     run_test = jax_core.jaxpr_as_fun(_without_consts(test_jaxpr))
     run_body = jax_core.jaxpr_as_fun(_without_consts(body_jaxpr))
     n_test = len(test_jaxpr.consts)

@@ -442,9 +442,8 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
 
 def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
     """A static-trip `for` with `break` or `return`: a loop that stops when it exits."""
-    def test(arrays):
-        keep = condition(extra_test(*carry.unflatten(arrays)), "a `for` loop's exit test")
-        return keep if is_traced(keep) else jnp.asarray(keep, bool)
+    def test(arrays):  # `counted_loop` makes it a boolean array
+        return condition(extra_test(*carry.unflatten(arrays)), "a `for` loop's exit test")
 
     def body(arrays, k):
         x = None if xs is None else jax.tree_util.tree_map(
