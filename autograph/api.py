@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 import types
 import warnings
@@ -108,7 +109,15 @@ def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
         entry = _CODE_CACHE.get(code)
         if entry is not None and recursive in entry:
             return entry[recursive]
-        return _compile_locked(fn, code, recursive)
+        # Conversion allocates many short-lived nodes and frees them all at the end:
+        # collecting cycles in between only walks the rest of the heap again.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return _compile_locked(fn, code, recursive)
+        finally:
+            if collecting:
+                gc.enable()
 
 
 def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:

@@ -81,22 +81,28 @@ def unparse(node: gast.AST) -> tuple[str, dict[int, int]]:
 
 
 class Compiled:
-    """The code of one converted function, reusable for any closure."""
+    """The code of one converted function, reusable for any closure.
 
-    def __init__(self, source: str, code: types.CodeType, filename: str):
+    The source is registered (``linecache``, source map) at once; the bytecode is
+    compiled on first use, so ``to_code`` never pays for it.
+    """
+
+    def __init__(self, source: str, filename: str, freevars: tuple[str, ...], qualname: str):
         self.source = source
-        self.code = code
         self.filename = filename
+        self._freevars = freevars
+        self._qualname = qualname
+        self._code: types.CodeType | None = None
+
+    @property
+    def code(self) -> types.CodeType:
+        if self._code is None:
+            self._code = _compile(self.source, self.filename, self._freevars, self._qualname)
+        return self._code
 
 
-def compile_function(source: str, line_map: dict[int, int], *, name: str,
-                     user_file: str, user_line: int, freevars: tuple[str, ...]) -> Compiled:
-    filename = f"<autograph {name}@{os.path.basename(user_file)}:{user_line}>"
-    if errors.is_generated(filename):  # another live function of the same name and line
-        n = 2
-        while errors.is_generated(f"{filename[:-1]}#{n}>"):
-            n += 1
-        filename = f"{filename[:-1]}#{n}>"
+def _compile(source: str, filename: str, freevars: tuple[str, ...],
+             qualname: str) -> types.CodeType:
     tree = ast.parse(source, filename=filename)
     # Inside the factory a `def f` would bind `f` locally, and a recursive call
     # would find that instead of the global or closure `f`; so compile under
@@ -117,12 +123,23 @@ def compile_function(source: str, line_map: dict[int, int], *, name: str,
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
     code = next(c for c in factory_code.co_consts
                 if isinstance(c, types.CodeType) and c.co_name == "__autograph_converted")
-    code = code.replace(co_name=real_name, co_qualname=name)
+    return code.replace(co_name=real_name, co_qualname=qualname)
+
+
+def compile_function(source: str, line_map: dict[int, int], *, name: str,
+                     user_file: str, user_line: int, freevars: tuple[str, ...]) -> Compiled:
+    """Registers ``source`` under a stable filename; its bytecode is compiled on first use."""
+    filename = f"<autograph {name}@{os.path.basename(user_file)}:{user_line}>"
+    if errors.is_generated(filename):  # another live function of the same name and line
+        n = 2
+        while errors.is_generated(f"{filename[:-1]}#{n}>"):
+            n += 1
+        filename = f"{filename[:-1]}#{n}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     default = errors.Location(user_file, user_line)
     errors.register_source_map(
         filename, {g: errors.Location(user_file, u) for g, u in line_map.items()}, default)
-    return Compiled(source, code, filename)
+    return Compiled(source, filename, freevars, name)
 
 
 def forget(filename: str) -> None:

@@ -63,11 +63,18 @@ def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = Tru
     ctx = Context(namer=Namer.for_tree(node), filename=filename, recursive=recursive,
                   super_args=super_args)
     present = {type(n) for n in gast.walk(node)}
+    # analysis -> the node kinds whose functions it was last computed for, while
+    # every pass since has declared (``KEEPS``) that it leaves it valid
+    fresh: dict = {}
     for converter in passes:
         if not present.intersection(converter.NODES):
             continue  # nothing for this pass to rewrite
-        analysis.run(node, converter.REQUIRES, converter.NODES)
+        stale = [a for a in converter.REQUIRES if fresh.get(a) != converter.NODES]
+        analysis.run(node, stale, converter.NODES)
+        fresh.update(dict.fromkeys(stale, converter.NODES))
         node = converter.transform(node, ctx)
+        keeps = getattr(converter, "KEEPS", ())
+        fresh = {a: kinds for a, kinds in fresh.items() if a in keeps}
         present |= set(getattr(converter, "EMITS", ()))
     return node
 

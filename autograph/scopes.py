@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gast
-
 from autograph.analysis import activity
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.transformer import Converter
 
 
-class LocalNamesTransformer(gast.NodeTransformer):
+class LocalNamesTransformer(Converter):
     """Visits everything; ``self.locals`` are the current function's local names.
 
     Passes use it to tell a built-in (``print``, ``range``) from a local
@@ -18,7 +16,7 @@ class LocalNamesTransformer(gast.NodeTransformer):
     """
 
     def __init__(self, ctx: Context):
-        self.ctx = ctx
+        super().__init__(ctx)
         self._locals: list[frozenset] = []
 
     @property
@@ -36,6 +34,3 @@ class LocalNamesTransformer(gast.NodeTransformer):
             return self.generic_visit(node)
         finally:
             self._locals.pop()
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)

@@ -11,24 +11,21 @@ from __future__ import annotations
 import gast
 
 from autograph import templates
+from autograph.analysis import Analysis
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.transformer import Converter
 
 from .print_calls import deferred_fstring
 
 NODES = (gast.Assert,)  # the pass is skipped when the tree has none
 REQUIRES = ()
+KEEPS = (Analysis.SCOPES,)  # an `assert` becomes a call: no name is bound or rebound
 
 _ASSERT = templates.Template("ag__.assert_(TEST, lambda: MSG)")
 _ASSERT_NO_MSG = templates.Template("ag__.assert_(TEST)")
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
+class _Transformer(Converter):
 
     def visit_Assert(self, node: gast.Assert):
         if isinstance(node.msg, gast.JoinedStr):  # formatted when the check fails

@@ -22,6 +22,7 @@ import gast
 from autograph import anno, jumps, templates
 from autograph.anno import Anno
 from autograph.context import Context
+from autograph.transformer import Converter
 
 NODES = (gast.While, gast.For,)  # the pass is skipped when the tree has none
 EMITS = (gast.If, gast.UnaryOp, gast.BoolOp)  # guards and loop tests
@@ -50,9 +51,9 @@ def add_loop_test(node, test: gast.expr) -> None:
     anno.set(node, Anno.EXTRA_TEST, test)
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
+class _Transformer(Converter):
+    visit_ClassDef = Converter.generic_visit  # class-level statements too
+
 
     def _block(self, stmts):
         out = []

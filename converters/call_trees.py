@@ -25,6 +25,7 @@ from autograph.scopes import LocalNamesTransformer
 
 NODES = (gast.Call,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
+KEEPS = (Analysis.SCOPES,)  # rewrites calls only: no name is bound or rebound
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 LIBRARY_ROOTS = frozenset({

@@ -13,7 +13,7 @@ import gast
 
 from autograph import templates
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.transformer import Converter
 
 NODES = (gast.IfExp,)  # the pass is skipped when the tree has none
 REQUIRES = ()
@@ -21,12 +21,7 @@ REQUIRES = ()
 _IF_EXP = templates.Template("ag__.if_exp(TEST, lambda: BODY, lambda: ORELSE)")
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
+class _Transformer(Converter):
 
     def visit_IfExp(self, node: gast.IfExp):
         self.generic_visit(node)

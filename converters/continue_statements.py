@@ -17,6 +17,7 @@ import gast
 
 from autograph import jumps
 from autograph.context import Context
+from autograph.transformer import Converter
 
 NODES = (gast.Continue,)  # the pass is skipped when the tree has none
 EMITS = (gast.If, gast.UnaryOp, gast.BoolOp)  # guards and loop tests
@@ -28,9 +29,9 @@ class _Continue(jumps.Jump):
         return isinstance(node, gast.Continue)
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
+class _Transformer(Converter):
+    visit_ClassDef = Converter.generic_visit  # class-level statements too
+
 
     def _loop(self, node):
         self.generic_visit(node)  # inner loops first: their `continue`s are theirs

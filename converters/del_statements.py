@@ -23,6 +23,7 @@ from autograph.scopes import LocalNamesTransformer
 
 NODES = (gast.Delete,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
+KEEPS = (Analysis.SCOPES,)  # `del x` and `x = ...` both rebind `x`
 
 _UNDEFINE = templates.Template("NAME = ag__.Undefined(LITERAL, deleted=True)")
 

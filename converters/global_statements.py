@@ -27,6 +27,7 @@ from autograph import anno, templates
 from autograph.analysis import activity
 from autograph.anno import Anno
 from autograph.context import Context
+from autograph.transformer import Converter
 
 NODES = (gast.Global, gast.Nonlocal)  # the pass is skipped when the tree has none
 REQUIRES = ()
@@ -53,9 +54,11 @@ def _assigned(fn: gast.FunctionDef) -> set[str]:
     return names
 
 
-class _Transformer(gast.NodeTransformer):
+class _Transformer(Converter):
+    visit_ClassDef = Converter.generic_visit  # class-level statements too
+
     def __init__(self, ctx: Context):
-        self.ctx = ctx
+        super().__init__(ctx)
         self.declared: list[dict[str, type]] = []   # name -> gast.Global | gast.Nonlocal
 
     def visit_FunctionDef(self, node: gast.FunctionDef):

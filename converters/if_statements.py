@@ -26,7 +26,7 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, activity, liveness
 from autograph.anno import Anno
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.transformer import Converter
 
 NODES = (gast.If,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -79,11 +79,11 @@ def mark_generated(stmts):
     return stmts
 
 
-class FunctionScopes(gast.NodeTransformer):
+class FunctionScopes(Converter):
     """A transformer that knows the local names of the function it is in."""
 
     def __init__(self, ctx: Context):
-        self.ctx = ctx
+        super().__init__(ctx)
         self._locals = []
         self._captured = []
 
@@ -117,9 +117,6 @@ class FunctionScopes(gast.NodeTransformer):
         finally:
             self._locals.pop()
             self._captured.pop()
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
 
     def generic_visit(self, node):
         # Statements live only in blocks; expressions hold none (lambdas

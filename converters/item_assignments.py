@@ -24,7 +24,7 @@ import gast
 from autograph import templates
 from autograph.analysis import activity
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.transformer import Converter
 
 NODES = (gast.Subscript,)  # the pass is skipped when the tree has none
 REQUIRES = ()  # a function's local names are computed only when one of its items is stored
@@ -75,9 +75,9 @@ def _convertible(target) -> bool:
     return isinstance(node, gast.Name) and isinstance(target, gast.Subscript)
 
 
-class _Transformer(gast.NodeTransformer):
+class _Transformer(Converter):
     def __init__(self, ctx: Context):
-        self.ctx = ctx
+        super().__init__(ctx)
         self.functions: list[list] = []   # [node, its local names or None (not computed)]
 
     def visit_FunctionDef(self, node):
@@ -86,9 +86,6 @@ class _Transformer(gast.NodeTransformer):
             return self.generic_visit(node)
         finally:
             self.functions.pop()
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
 
     def _rebindable(self, target) -> bool:
         """Only a local variable can be rebound to the new array: a global or a

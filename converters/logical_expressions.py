@@ -15,7 +15,7 @@ import gast
 
 from autograph import templates
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.transformer import Converter
 
 NODES = (gast.BoolOp, gast.UnaryOp, gast.Compare,)  # the pass is skipped when the tree has none
 REQUIRES = ()
@@ -30,12 +30,7 @@ def _simple(node) -> bool:
         isinstance(node, gast.Attribute) and _simple(node.value))
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
+class _Transformer(Converter):
 
     def visit_BoolOp(self, node: gast.BoolOp):
         self.generic_visit(node)

@@ -23,6 +23,7 @@ from autograph.scopes import LocalNamesTransformer
 
 NODES = (gast.Call,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
+KEEPS = (Analysis.SCOPES,)  # rewrites calls only: no name is bound or rebound
 
 
 def deferred_fstring(node: gast.JoinedStr) -> gast.expr:

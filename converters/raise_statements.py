@@ -19,25 +19,24 @@ from __future__ import annotations
 import gast
 
 from autograph import templates
+from autograph.analysis import Analysis
 from autograph.context import Context
-from autograph.jumps import convert_methods
+from autograph.transformer import Converter
 
 from .print_calls import deferred_fstring
 
 NODES = (gast.Raise,)  # the pass is skipped when the tree has none
 REQUIRES = ()
+KEEPS = (Analysis.SCOPES,)  # wraps the raised expression: no name is bound or rebound
 
 _RAISED = templates.Template("ag__.raised(EXC)")
 _RAISED_IN_TRY = templates.Template("ag__.raised(EXC, in_try=True)")
 
 
-class _Transformer(gast.NodeTransformer):
+class _Transformer(Converter):
     def __init__(self, ctx: Context):
-        self.ctx = ctx
+        super().__init__(ctx)
         self.try_depth = 0
-
-    def visit_ClassDef(self, node):
-        return convert_methods(self, node)
 
     def visit_FunctionDef(self, node):
         depth, self.try_depth = self.try_depth, 0  # a nested function's own `try`s

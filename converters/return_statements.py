@@ -24,6 +24,7 @@ import gast
 
 from autograph import jumps, templates
 from autograph.context import Context
+from autograph.transformer import Converter
 
 from .break_statements import add_loop_test, not_flag
 
@@ -79,9 +80,9 @@ def _needs_lowering(body) -> bool:
     return False
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
+class _Transformer(Converter):
+    visit_ClassDef = Converter.generic_visit  # class-level statements too
+
 
     def visit_FunctionDef(self, node: gast.FunctionDef):
         self.generic_visit(node)  # nested functions first; their returns are theirs

@@ -18,6 +18,7 @@ import gast
 from autograph import anno, templates
 from autograph.anno import Anno
 from autograph.context import Context
+from autograph.transformer import Converter
 
 NODES = (gast.Name,)  # the pass is skipped when the tree has none
 REQUIRES = ()
@@ -25,9 +26,9 @@ REQUIRES = ()
 _LD = templates.Template("ag__.ld(NAME)")
 
 
-class _Transformer(gast.NodeTransformer):
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
+class _Transformer(Converter):
+    visit_ClassDef = Converter.generic_visit  # class-level statements too
+
 
     def visit_Name(self, node: gast.Name):
         if (isinstance(node.ctx, gast.Load) and node.id in self.ctx.maybe_undefined
