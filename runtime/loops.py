@@ -11,9 +11,12 @@ what is iterated                                staged as
 ``while`` with most iterations (``set_loop_     ``lax.while_loop``, which
 options(maximum_iterations=N)``, or a Python-   differentiates as a bounded
 int counter such as ``while i < 10``)           scan (:mod:`runtime.bounded`)
-``range`` of Python ints, arrays (leading       ``lax.scan`` over the static
-axis), ``enumerate``/``zip``/``reversed`` of    trip count; with ``break`` or
-those                                           ``return``, as the ``while``
+``range`` of Python ints, arrays (leading       up to ``PYTHON_TRIPS``
+axis), ``enumerate``/``zip``/``reversed`` of    iterations: a Python loop, as
+those                                           ``jax.jit`` unrolls it; more:
+                                                ``lax.scan`` over the static
+                                                trip count; with ``break`` or
+                                                ``return``, as the ``while``
                                                 with most iterations above
 ``range`` with traced bounds                    ``lax.while_loop``
 lists, tuples, dicts, other iterables           a Python loop (unrolled)
@@ -248,10 +251,14 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
 
     ``extra_test`` comes from ``break`` and ``return`` in the body. Ranges of
     Python ints and arrays (also through ``enumerate_``, ``zip_`` and
-    ``reversed_``) have a static trip count: once the state or the items are
-    traced, the remaining iterations run as one ``lax.scan`` (masked by
-    ``extra_test``), so compile time does not grow with the trip count and
-    reverse-mode ``jax.grad`` works. A ``range`` with traced bounds runs as
+    ``reversed_``) have a static trip count. With at most ``PYTHON_TRIPS``
+    iterations left the loop runs in Python, as ``jax.jit`` unrolls it, so the
+    index and Python numbers keep their meaning (a traced ``extra_test``
+    guards each later iteration with a ``lax.cond``). Longer, once the state
+    or the items are traced, the remaining iterations run as one ``lax.scan``
+    (or, with ``extra_test``, a loop that stops when it exits), so compile
+    time does not grow with the trip count and reverse-mode ``jax.grad``
+    works. A ``range`` with traced bounds runs as
     ``lax.while_loop``. Any other iterable is iterated in Python.
     """
     state = tuple(init)
@@ -263,6 +270,10 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
         return _python_for(iterable, body, state, names, extra_test)
     k = 0
     while k < seq.n:
+        if type(seq.n) is int and seq.n - k <= PYTHON_TRIPS:
+            # as under `jax.jit`: the index and Python numbers keep Python's meaning
+            rest = (seq.element(j, seq.python_slice(j)) for j in range(k, seq.n))
+            return _python_for(rest, body, state, names, extra_test)
         if extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
@@ -290,6 +301,12 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
         k += 1
     return state
 
+
+# A loop with at most this many iterations left runs as the Python loop `jax.jit`
+# unrolls: its index and the Python numbers it carries keep Python's meaning
+# (exact integers, `f"{i}"`, `isinstance(i, int)`, shapes and slices), and
+# compiling so few copies of the body costs less than the staged loop saves.
+PYTHON_TRIPS = 32
 
 # A body that needs its loop index as a Python value (`layers[i]`, `range(i)`)
 # cannot be traced with a traced index; such loops run unrolled instead.

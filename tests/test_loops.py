@@ -369,7 +369,7 @@ def halve_for(n):
     return n
 
 
-def test_dtype_change_in_static_for_runs_unrolled_as_plain_jit_does():
+def test_dtype_change_in_static_for_runs_unrolled_as_plain_jit_does(staged_small_loops):
     # a static trip count: what `lax.scan` cannot carry (int32 -> float32),
     # Python can still run, as plain `jax.jit` does, with one warning
     with pytest.warns(UserWarning, match="runs unrolled in Python") as w:
@@ -666,7 +666,7 @@ def zip_range_array(xs):
     return s
 
 
-def test_enumerate_zip_reversed():
+def test_enumerate_zip_reversed(staged_small_loops):
     xs = np.arange(1.0, 6.0, dtype=np.float32)
     ys = np.arange(10.0, 14.0, dtype=np.float32)
     check_equivalent(enum_zip_rev, (xs, ys), (ys, xs))

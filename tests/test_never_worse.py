@@ -822,7 +822,7 @@ def test_traced_recursion_ends_with_a_clear_error():
     assert "test_never_worse.py" in str(info.value)
 
 
-def test_static_loop_fallback_warns_once_with_the_reason():
+def test_static_loop_fallback_warns_once_with_the_reason(staged_small_loops):
     with pytest.warns(UserWarning, match=r"test_never_worse.py:\d+: this `for` loop runs "
                                          r"unrolled in Python.*KeyError"):
         jax.jit(autograph.convert(params_by_key))(2.0)

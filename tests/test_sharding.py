@@ -30,7 +30,7 @@ SCRIPT = textwrap.dedent("""
         return w, jnp.stack(losses)
 
     rng = np.random.default_rng(0)
-    xs = rng.normal(size=(20, 64, 5)).astype(np.float32)
+    xs = rng.normal(size=(40, 64, 5)).astype(np.float32)  # more steps than run as Python
     ys = np.tanh(xs @ np.arange(1, 6, dtype=np.float32) / 5)
     w0, lr = np.zeros(5, np.float32), np.float32(0.5)
 

@@ -155,7 +155,7 @@ def trajectory(xs):
     return jnp.stack(traj)
 
 
-def test_list_appended_in_loop_reads_its_last_item():
+def test_list_appended_in_loop_reads_its_last_item(staged_small_loops):
     # `traj[-1]` inside a staged loop that appends to `traj` cannot see the
     # items appended by earlier iterations; the trip count is static, so the
     # loop runs unrolled in Python (as under plain `jax.jit`), with a warning
@@ -174,7 +174,7 @@ def history(xs):
     return hist
 
 
-def test_dict_of_lists_appended_in_loop():
+def test_dict_of_lists_appended_in_loop(staged_small_loops):
     # only a list that is itself a loop variable can grow in a staged scan;
     # lists inside a dict make the (static) loop run unrolled, with a warning
     # that names the list that grew
@@ -261,7 +261,7 @@ def geometric(x):
     return s
 
 
-def test_int_carry_multiplied_by_python_float_is_not_truncated():
+def test_int_carry_multiplied_by_python_float_is_not_truncated(staged_small_loops):
     # eager: int32 * 1.5 is float32 (3.375 after three steps). A static loop
     # whose carry changes from int32 to float32 runs unrolled (a warning naming
     # both dtypes), never with a silent cast back to int32.
@@ -277,7 +277,7 @@ def count_with_bool_start(x):
     return n
 
 
-def test_bool_carry_incremented_by_python_int_is_not_truncated():
+def test_bool_carry_incremented_by_python_int_is_not_truncated(staged_small_loops):
     assert int(count_with_bool_start(jnp.ones(3))) == 3
     with pytest.warns(UserWarning, match=r"bool before the loop but int32"):
         assert int(jitc(count_with_bool_start)(jnp.ones(3))) == 3

@@ -1,0 +1,139 @@
+"""Short static-trip `for` loops run as the Python loop `jax.jit` unrolls.
+
+Their index and the Python numbers they carry keep Python's meaning, so every
+program here gives what plain `jax.jit` gives; longer loops are staged as one
+`lax.scan` (see test_loops.py).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from autograph.runtime import loops
+from tests.helpers import primitives
+
+
+def weights_by_key(xs):
+    params = {"w0": 1.0, "w1": 10.0, "w2": 100.0}
+    s = 0.0
+    for i in range(3):
+        s = s + xs[i] * params.get(f"w{i}", 0.0)
+    return s
+
+
+def formatted_index(x):
+    for i in range(3):
+        if f"{i}" == "1":
+            x = x * 10
+    return x
+
+
+def index_is_an_int(x):
+    for i in range(2):
+        if isinstance(i, int):
+            x = x + 1.0
+    return x
+
+
+def taylor_exp(x):
+    fact = 1
+    acc = 1.0
+    for i in range(1, 21):
+        fact = fact * i  # 20! does not fit an int32
+        acc = acc + x ** i * (1.0 / fact)
+    return acc
+
+
+def python_hash(xs):
+    h = 1
+    acc = 0.0
+    for x in xs:
+        h = h * 1000003 + 7
+        acc = acc + x
+    return acc * (h % 1000)
+
+
+def count_then_shape(xs):
+    n = 0
+    for x in xs:
+        n += 1
+    return jnp.zeros(n) + xs.sum()
+
+
+def index_after_loop(xs):
+    for i in range(3):
+        xs = xs * 2.0
+    return xs[i:i + 2]
+
+
+class Tick:
+    def __init__(self):
+        self.n = 0
+
+    def tick(self):
+        self.n += 1
+        return self.n
+
+
+def method_side_effect(x):
+    t = Tick()
+    for i in range(3):
+        x = x + t.tick()
+    return x
+
+
+def early_exit(xs):
+    s = 0.0
+    for x in xs:
+        if x < 0:
+            break
+        s += x
+    return s
+
+
+PROGRAMS = [
+    (weights_by_key, (jnp.array([1.0, 2.0, 3.0]),)),
+    (formatted_index, (1.0,)),
+    (index_is_an_int, (1.0,)),
+    (taylor_exp, (5.0,)),
+    (python_hash, (jnp.arange(1.0, 9.0),)),
+    (count_then_shape, (jnp.ones(3),)),
+    (index_after_loop, (jnp.arange(6.0),)),
+    (method_side_effect, (1.0,)),
+]
+
+
+@pytest.mark.parametrize("fn, args", PROGRAMS, ids=[f.__name__ for f, _ in PROGRAMS])
+def test_same_as_plain_jit(fn, args):
+    want = jax.jit(fn)(*args)
+    got = jax.jit(autograph.convert(fn))(*args)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(autograph.convert(fn)(*args), fn(*args), rtol=1e-6)
+
+
+@pytest.mark.parametrize("xs, want", [([1.0, 2.0, 3.0, 4.0], 10.0), ([-1.0, 2.0, 3.0, 4.0], 0.0),
+                                      ([1.0, 2.0, -3.0, 4.0], 3.0)])
+def test_traced_break_in_a_short_loop_exits_where_python_does(xs, want):
+    xs = jnp.array(xs)
+    f = jax.jit(autograph.convert(early_exit))
+    assert float(f(xs)) == want == early_exit(np.array(xs))
+    g = jax.grad(lambda v: autograph.convert(early_exit)(v))(xs)
+    np.testing.assert_allclose(g, np.cumprod(np.asarray(xs) >= 0).astype(np.float32))
+
+
+def test_short_loops_are_unrolled_long_ones_scanned():
+    def f(x, n):
+        for i in range(n):
+            x = x * 0.5 + i
+        return x
+
+    short = jax.make_jaxpr(lambda x: autograph.convert(f)(x, loops.PYTHON_TRIPS))(1.0)
+    long = jax.make_jaxpr(lambda x: autograph.convert(f)(x, loops.PYTHON_TRIPS + 1))(1.0)
+    assert "scan" not in primitives(short)
+    assert "scan" in primitives(long)
+    for n in (loops.PYTHON_TRIPS, loops.PYTHON_TRIPS + 1):
+        np.testing.assert_allclose(jax.jit(autograph.convert(f), static_argnums=1)(1.0, n),
+                                   f(1.0, n), rtol=1e-6)
