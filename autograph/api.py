@@ -14,6 +14,7 @@ import jax
 
 from autograph import errors, loader, parsing, pipeline
 from autograph.runtime import calls as _calls
+from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
 
 
@@ -233,6 +234,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
         try:
             result = converted(*args, **kwargs)
         except Exception as e:
+            _run_time_errors.reraise(e)  # the user's own exception, raised as the program ran
             errors.annotate_traceback(e)
             raise
         return _check_outputs(result, plain)

@@ -33,6 +33,7 @@ from autograph.concrete import (
     _describe,
 )
 from autograph.runtime import objects as _objects
+from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
 
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
@@ -185,20 +186,28 @@ class Function(functools.partial):
         switches to the path that does not count, until the next trace.
         """
         jit, general, array_type = self._jit, self._call_general, _ARRAY_IMPL
-        n_positional = self._n_positional
+        n_positional, reraise = self._n_positional, _run_time_errors.reraise
         ever_eager, eager, python_function = modes.EVER_EAGER, modes.eager, self.python_function
         calls, last_trace, use = self._calls_cell, self._last_trace_call, self._use_entry
         if self.input_signature is not None:
             def entry(*args, **kwargs):
                 if ever_eager[0] and eager():
                     return python_function(*args, **kwargs)
-                return general(args, kwargs)
+                try:
+                    return general(args, kwargs)
+                except jax.errors.JaxRuntimeError as e:
+                    reraise(e)
+                    raise
             return entry
         if counting or ever_eager[0]:
             def entry(*args, **kwargs):
                 if ever_eager[0] and eager():
                     return python_function(*args, **kwargs)
-                out = general(args, kwargs)
+                try:
+                    out = general(args, kwargs)
+                except jax.errors.JaxRuntimeError as e:
+                    reraise(e)
+                    raise
                 if counting and calls[0] - last_trace[0] >= RETRACE_WINDOW:
                     use(counting=False)
                 return out
@@ -207,18 +216,22 @@ class Function(functools.partial):
         n_required, tail, with_defaults = self._n_required, self._default_tail, self._with_defaults
 
         def entry(first=_NO_ARG, /, *rest, **kwargs):
-            if type(first) is array_type and not rest and not kwargs and n_positional == 1:
-                return jit(first)  # the commonest call: one array, no Python frame more
-            args = rest if first is _NO_ARG else (first,) + rest
-            if not kwargs and n_required <= len(args) <= n_positional:
-                for a in args:
-                    if type(a) is not array_type:
-                        return general(args, kwargs)
-                if len(args) == n_positional:
-                    return jit(*args)  # all arrays: straight to jax.jit's C++ path
-                # defaults left out: the variant an explicit call would use, too
-                return with_defaults[len(args)](*args, *tail[len(args) - n_required:])
-            return general(args, kwargs)
+            try:  # (costs nothing until an exception)
+                if type(first) is array_type and not rest and not kwargs and n_positional == 1:
+                    return jit(first)  # the commonest call: one array, no Python frame more
+                args = rest if first is _NO_ARG else (first,) + rest
+                if not kwargs and n_required <= len(args) <= n_positional:
+                    for a in args:
+                        if type(a) is not array_type:
+                            return general(args, kwargs)
+                    if len(args) == n_positional:
+                        return jit(*args)  # all arrays: straight to jax.jit's C++ path
+                    # defaults left out: the variant an explicit call would use, too
+                    return with_defaults[len(args)](*args, *tail[len(args) - n_required:])
+                return general(args, kwargs)
+            except jax.errors.JaxRuntimeError as e:
+                reraise(e)  # the user's own exception, raised as the program ran
+                raise
         return entry
 
     def _eager_mode_used(self) -> None:
@@ -476,7 +489,11 @@ class _BoundFunction:
     def __call__(self, *args, **kwargs):
         if modes.EVER_EAGER[0] and modes.eager():
             return self._function.python_function(self._obj, *args, **kwargs)
-        return self._function._call_general((self._obj,) + args, kwargs, bound=True)
+        try:
+            return self._function._call_general((self._obj,) + args, kwargs, bound=True)
+        except jax.errors.JaxRuntimeError as e:
+            _run_time_errors.reraise(e)
+            raise
 
     def get_concrete_function(self, *args, **kwargs):
         if not args and not kwargs and self._function.input_signature is not None:

@@ -5,15 +5,25 @@ from __future__ import annotations
 import jax
 import jax.extend.core as jax_core
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from autograph import errors
 
-from . import objects
+from . import objects, run_time_errors
 from . import state as st
 from .conditions import condition
 from .side_effects import FString, user_raised
-from .values import UndefinedReturn, describe, is_python_number, is_traced, is_undefined, staging
+from .values import (
+    UndefinedReturn,
+    branch_guard,
+    describe,
+    is_python_number,
+    is_traced,
+    is_undefined,
+    staging,
+    taken_when,
+)
 
 
 def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
@@ -159,7 +169,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             records[key] = rec
             return rec.arrays()
         try:
-            with staging():
+            with staging(), taken_when(pred if key == "t" else jnp.logical_not(pred)):
                 jaxprs[key] = jax.make_jaxpr(run)()
         except Exception as e:
             if not _deferrable(e):
@@ -232,13 +242,15 @@ def _deferrable(e: Exception) -> bool:
 
 
 def _raise_at_run_time(error: Exception):
-    def fail(*fields):
+    def fail(taken, *fields):
+        if not np.any(taken):  # under `jax.vmap`, both branches run for every element
+            return
         if fields:  # f-string arguments, formatted with the values of this run
             it = iter(fields)
             error.args = tuple(
                 a.format([jnp.asarray(next(it)) for _ in a.fields]) if isinstance(a, FString)
                 else a for a in error.args)
-        raise error
+        run_time_errors.fail(error)
     return fail
 
 
@@ -264,7 +276,8 @@ def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key
                 if user_raised(e):
                     err = e
         fields = [leaf for a in err.args if isinstance(a, FString) for leaf in a.fields]
-        jax.debug.callback(_raise_at_run_time(err), *fields, ordered=True)
+        taken = branch_guard(pred if raised_key == "t" else jnp.logical_not(pred))
+        jax.debug.callback(_raise_at_run_time(err), taken, *fields, ordered=True)
         return [jnp.zeros(s[1], s[2]) for _, leaf_specs in spec for s in leaf_specs
                 if s[0] == "array"]
 

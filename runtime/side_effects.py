@@ -10,7 +10,8 @@ import numpy as np
 
 from autograph import errors
 
-from .values import Tracer, is_staging, is_traced
+from . import run_time_errors
+from .values import Tracer, branch_guard, is_staging, is_traced
 
 
 def _has_tracer(values) -> bool:
@@ -87,11 +88,11 @@ def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
     _print_at_run_time(values, sep=sep, end=end, file=file, flush=flush)
 
 
-def _fail_if_false(ok, message, *fields):
-    if not np.all(ok):
+def _fail_if_false(ok, taken, message, *fields):
+    if np.any(np.logical_and(taken, np.logical_not(ok))):
         if isinstance(message, FString):
             message = message.format([jnp.asarray(f) for f in fields])
-        raise AssertionError(message)
+        run_time_errors.fail(AssertionError(message))
 
 
 def assert_(test, message_thunk=None):
@@ -123,7 +124,7 @@ def assert_(test, message_thunk=None):
             fields = message.fields
         else:
             message = str(message)
-    jax.debug.callback(_fail_if_false, test, message, *fields, ordered=True)
+    jax.debug.callback(_fail_if_false, test, branch_guard(), message, *fields, ordered=True)
 
 
 _USER_RAISED = "__autograph_user_raised__"

@@ -11,6 +11,8 @@ import numpy as np
 
 from autograph import errors
 
+from . import run_time_errors
+
 Tracer = jax.core.Tracer
 
 
@@ -102,6 +104,40 @@ def staging():
         _STAGING.depth = depth
 
 
+@contextlib.contextmanager
+def taken_when(guard):
+    """Marks the tracing of a staged branch that runs where ``guard`` (traced) holds.
+
+    Under ``jax.vmap`` a ``lax.cond`` on a batched condition runs both branches
+    for every element, so a check made inside a branch (a `raise`, an
+    `assert`, a read of a variable a loop may have left unassigned) must fail
+    only where its branch is taken: it asks :func:`branch_guard`.
+    """
+    guards = _guards()
+    guards.append(guard)
+    try:
+        yield
+    finally:
+        guards.pop()
+
+
+def _guards() -> list:
+    guards = getattr(_STAGING, "guards", None)
+    if guards is None:
+        guards = _STAGING.guards = []
+    return guards
+
+
+def branch_guard(extra=None):
+    """Where the code being traced runs: the conjunction of the enclosing branches'
+    guards (and ``extra``) as a traced bool, or ``True`` outside staged branches."""
+    import jax.numpy as jnp
+    guard = True
+    for g in _guards() + ([] if extra is None else [extra]):
+        guard = g if guard is True else jnp.logical_and(guard, g)
+    return guard
+
+
 def is_staging() -> bool:
     """Whether code runs inside a staged branch or loop body: once per trace,
     for what runs on every step at run time (so side effects go to run time)."""
@@ -129,9 +165,9 @@ jax.tree_util.register_pytree_node(
     lambda undefined, children: MaybeUndefined(undefined, *children))
 
 
-def _fail_unless(defined, error):
-    if not np.all(defined):
-        raise error
+def _fail_unless(defined, taken, error):
+    if np.any(np.logical_and(taken, np.logical_not(defined))):
+        run_time_errors.fail(error)
 
 
 def ld(value):
@@ -159,7 +195,7 @@ def ld(value):
             variable=undefined.name, location=errors.current_location() or where,
             fix=f"assign `{undefined.name}` before the loop, or read it only where the loop "
                 f"has run (e.g. under `if n > 0:`)")
-        jax.debug.callback(_fail_unless, value.defined, error)
+        jax.debug.callback(_fail_unless, value.defined, branch_guard(), error)
         return value.value
     return value
 

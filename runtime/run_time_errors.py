@@ -1,0 +1,72 @@
+"""Errors the compiled program raises as it runs, handed back as the user's own.
+
+A `raise` in a staged branch, a traced `assert` that fails and a read of a
+variable a staged loop left unassigned all raise from a ``jax.debug.callback``
+when the program runs. JAX logs such an exception to stderr, with a traceback
+of its own frames, and reports it as ``JaxRuntimeError`` (``INTERNAL:
+CpuCallback error ...``). Here:
+
+* :func:`fail` raises the error from the callback and remembers it, and the
+  log record JAX writes for it is dropped (its text is in the error itself);
+* :func:`original` finds the remembered error behind a ``JaxRuntimeError``.
+  Where autograph makes the call (``autograph.function``, or a converted
+  function run outside ``jax.jit``), the caller gets that error, so
+  ``except ValueError:`` around the call works as in Python. Under the user's
+  own ``jax.jit`` the ``JaxRuntimeError`` reaches the caller, its message
+  holding the error's text.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import jax
+
+_LOCK = threading.Lock()
+_RECENT: list[BaseException] = []  # raised by `fail`, newest last; a few at most
+_KEEP = 8
+
+
+def fail(error: BaseException):
+    """Raises ``error`` from a callback of the running program."""
+    with _LOCK:
+        _RECENT.append(error)
+        del _RECENT[:-_KEEP]
+    raise error
+
+
+def original(error: BaseException) -> BaseException | None:
+    """The exception :func:`fail` raised that ``error`` (a ``JaxRuntimeError``) reports."""
+    if not isinstance(error, jax.errors.JaxRuntimeError):
+        return None
+    text = str(error)
+    with _LOCK:
+        for i in range(len(_RECENT) - 1, -1, -1):
+            candidate = _RECENT[i]
+            if f"{type(candidate).__name__}: {candidate}".splitlines()[0] in text:
+                del _RECENT[i]
+                return candidate
+    return None
+
+
+def reraise(error: BaseException) -> None:
+    """Raises the user's exception behind ``error``, if there is one; else returns."""
+    found = original(error)
+    if found is not None:
+        raise found.with_traceback(None) from None
+
+
+class _Quiet(logging.Filter):
+    """Drops JAX's log record of an exception :func:`fail` raised."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None:
+            return True
+        with _LOCK:
+            return not any(exc is e for e in _RECENT)
+
+
+for _name in ("jax._src.debugging", "jax._src.callback"):
+    logging.getLogger(_name).addFilter(_Quiet())

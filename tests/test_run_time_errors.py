@@ -1,0 +1,98 @@
+"""Errors raised as the compiled program runs reach the caller as the user's own.
+
+Through `autograph.function` (and a converted function run outside `jax.jit`)
+the caller catches the exception the Python program raises; under the user's
+own `jax.jit` it is JAX's `JaxRuntimeError`, whose message carries the text.
+Either way JAX's log of the callback's failure is not printed.
+"""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import autograph
+
+
+class NegativeInput(ValueError):
+    pass
+
+
+def checked_sqrt(x):
+    if x < 0:
+        raise NegativeInput(f"x must be >= 0, got {x}")
+    return jnp.sqrt(x)
+
+
+def checked_by_assert(x):
+    assert x > 0, "x must be positive"
+    return x * 2.0
+
+
+def defined_in_loop(x):
+    while x > 0:
+        y = x + 2
+        x -= 1
+    return y
+
+
+def test_raise_in_a_taken_branch_is_the_users_exception(capfd):
+    f = autograph.function(checked_sqrt)
+    assert float(f(jnp.float32(4.0))) == 2.0
+    with pytest.raises(NegativeInput, match=r"x must be >= 0, got -1\.0"):
+        f(jnp.float32(-1.0))
+    assert "callback failed" not in capfd.readouterr().err
+    assert float(f(jnp.float32(9.0))) == 3.0  # the function still works afterwards
+
+
+def test_failed_assert_is_an_assertion_error(capfd):
+    f = autograph.function(checked_by_assert)
+    assert float(f(jnp.float32(1.0))) == 2.0
+    with pytest.raises(AssertionError, match="x must be positive"):
+        f(jnp.float32(-1.0))
+    assert "callback failed" not in capfd.readouterr().err
+
+
+def test_read_after_a_zero_trip_loop_is_unbound_local_error():
+    f = autograph.function(defined_in_loop)
+    assert int(f(jnp.int32(3))) == 3
+    with pytest.raises(UnboundLocalError, match="`y` is used before it is assigned"):
+        f(jnp.int32(0))
+    with pytest.raises(autograph.UndefinedVariableError):
+        f(jnp.int32(-2))
+
+
+def test_under_vmap_without_jit():
+    f = jax.vmap(autograph.convert(checked_sqrt))
+    assert f(jnp.array([1.0, 4.0])).tolist() == [1.0, 2.0]
+
+
+def test_under_the_users_jit_the_message_names_the_error(capfd):
+    with pytest.raises(jax.errors.JaxRuntimeError, match="NegativeInput: x must be >= 0"):
+        jax.jit(autograph.convert(checked_sqrt))(-1.0).block_until_ready()
+    assert "callback failed" not in capfd.readouterr().err
+
+
+def clipped_or_checked(x):
+    if x > 10:
+        assert x > 20, "between 10 and 20"
+        x = x - 10
+    return x
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_checks_in_a_branch_fail_only_where_it_is_taken_under_vmap(jit):
+    f = jax.vmap(autograph.convert(checked_sqrt))
+    g = jax.vmap(autograph.convert(clipped_or_checked))
+    if jit:
+        f, g = jax.jit(f), jax.jit(g)
+    assert f(jnp.array([1.0, 4.0])).tolist() == [1.0, 2.0]
+    # `x > 20` is false for 5, whose branch is not taken: no failure
+    assert g(jnp.array([5.0, 50.0])).tolist() == [5.0, 40.0]
+    if not jit:  # through autograph's own entry: the user's exception
+        with pytest.raises(NegativeInput):
+            f(jnp.array([1.0, -4.0]))
+        with pytest.raises(AssertionError, match="between 10 and 20"):
+            g(jnp.array([5.0, 15.0]))
+    else:
+        with pytest.raises(jax.errors.JaxRuntimeError, match="NegativeInput"):
+            f(jnp.array([1.0, -4.0])).block_until_ready()
