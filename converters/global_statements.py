@@ -4,8 +4,8 @@
         global calls                      global calls
         if x > 0:              ->         def if_true():
             calls = calls + 1                 global calls
-        return x                              calls = calls + 1
-                                              ag__.outer_assigned(calls, 'calls', '`if`')
+        return x                              ag__.outer_assigned('calls', '`if`')
+                                              calls = calls + 1
                                               return ()
                                           ag__.if_stmt(x > 0, if_true, None, (), names=())
                                           return x
@@ -13,9 +13,10 @@
 A declared name is never branch or loop state (the analyses leave it out of
 a function's locals): each generated function that assigns it declares it
 too, so the assignment reaches the same global or enclosing variable that
-the user's code assigns, and ends with ``ag__.outer_assigned(calls, 'calls',
-'`if`')``, which refuses a traced value there: a staged branch or loop body
-runs once, while tracing, so the variable would keep a value of that trace.
+the user's code assigns, and starts with ``ag__.outer_assigned('calls',
+'`if`')``, which refuses the assignment where the block is staged: a staged
+branch or loop body runs once, while tracing, whether or not (and however
+often) it runs when the program runs.
 Runs last, after every pass that makes functions.
 """
 
@@ -33,7 +34,7 @@ NODES = (gast.Global, gast.Nonlocal)  # the pass is skipped when the tree has no
 REQUIRES = ()
 
 
-_CHECK = templates.Template("ag__.outer_assigned(VALUE, NAME, CONSTRUCT)")
+_CHECK = templates.Template("ag__.outer_assigned(NAME, CONSTRUCT)")
 
 
 def _construct(generated_name: str) -> str:
@@ -72,14 +73,11 @@ class _Transformer(Converter):
                     decl = kind(names=names)
                     gast.copy_location(decl, node)
                     decls.append(decl)
-            checks = [_CHECK.substitute(node, VALUE=templates.name(n),
-                                        NAME=templates.literal(n),
+            # checked first, before any assignment can take effect while tracing
+            checks = [_CHECK.substitute(node, NAME=templates.literal(n),
                                         CONSTRUCT=templates.literal(_construct(node.name)))[0]
                       for n in mine]
-            body = node.body
-            if checks and body and isinstance(body[-1], gast.Return):
-                body = body[:-1] + checks + body[-1:]
-            node.body = decls + body
+            node.body = decls + checks + node.body
             self.declared.append(outer)
         else:
             self.declared.append(activity.declared_outer(node))

@@ -241,20 +241,28 @@ def any_traced(tree) -> bool:
     return any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(tree))
 
 
-def outer_assigned(value, name: str, construct: str) -> None:
-    """Refuses a traced value for a ``global``/``nonlocal`` name inside a staged block."""
-    if is_staging() and any_traced(value):
-        from autograph import errors
-        cls = errors.BranchError if construct == "`if`" else errors.LoopStateError
-        raise cls(
-            f"a `global` or `nonlocal` variable cannot be assigned an array inside an "
-            f"array-dependent {construct}",
-            observed=f"`{name}` is assigned a traced value; the staged {construct} runs once "
-                     f"while tracing, so `{name}` would keep a value of that trace",
-            variable=name,
-            fix=f"return the new value of `{name}` from the function and assign it in the "
-                f"caller, or keep it in a local variable",
-            location=errors.current_location())
+def outer_assigned(name: str, construct: str) -> None:
+    """Refuses, inside a staged block, an assignment to a ``global``/``nonlocal`` name.
+
+    Called where a block that assigns ``name`` starts. A staged block's Python
+    runs once, while tracing, whatever the condition or the trip count turns
+    out to be: a traced value would leak out of its trace, and a Python value
+    (a counter, a flag) would be updated once, where Python updates it on the
+    taken branch only, or on every iteration.
+    """
+    if not is_staging():
+        return
+    from autograph import errors
+    cls = errors.BranchError if construct == "`if`" else errors.LoopStateError
+    raise cls(
+        f"a `global` or `nonlocal` variable cannot be assigned inside an array-dependent "
+        f"{construct}",
+        observed=f"`{name}` is assigned in the staged {construct}, whose Python runs once while "
+                 f"tracing, whether or not (and however often) it runs when the program runs",
+        variable=name,
+        fix=f"return the new value of `{name}` from the function and assign it in the "
+            f"caller, or keep it in a local variable",
+        location=errors.current_location())
 
 
 def closure_values(fns):

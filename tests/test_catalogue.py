@@ -1125,6 +1125,54 @@ def assigns_traced_global(x):
     return x
 
 
+def counts_global_in_traced_branch(x):
+    global G
+    if x > 0:
+        G = G + 1  # a Python value: Python adds 1 only when the branch runs
+    return x
+
+
+def counts_nonlocal_in_traced_loop(n):
+    count = 0
+
+    def body(n):
+        nonlocal count
+        i = 0
+        while i < n:
+            count += 1
+            i += 1
+        return i
+    body(n)
+    return count
+
+
+def counts_global_in_long_static_loop(x):
+    global G
+    for _ in range(40):
+        x = x * 0.5
+        G = G + 1
+    return x
+
+
+def test_python_value_assigned_to_global_in_staged_block_is_refused():
+    global G
+    old = G
+    try:
+        G = 0
+        _raises(autograph.BranchError, lambda: jax.jit(autograph.convert(
+            counts_global_in_traced_branch))(-1.0), counts_global_in_traced_branch, "if x > 0:")
+        with pytest.raises(autograph.LoopStateError, match="`count`"):
+            jax.jit(autograph.convert(counts_nonlocal_in_traced_loop))(jnp.int32(3))
+        assert autograph.convert(counts_nonlocal_in_traced_loop)(3) == 3  # Python values: fine
+        # a static trip count: the loop runs unrolled, as plain `jax.jit` runs it
+        G = 0
+        with pytest.warns(UserWarning, match="runs unrolled"):
+            got = jax.jit(autograph.convert(counts_global_in_long_static_loop))(1.0)
+        assert G == 40 and float(got) == 0.5 ** 40
+    finally:
+        G = old
+
+
 def test_global_nonlocal():
     # declared names are never branch or loop state; assignments reach them
     global G
