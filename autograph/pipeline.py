@@ -18,6 +18,7 @@ from autograph.converters import (
     if_statements,
     item_assignments,
     logical_expressions,
+    nested_declarations,
     print_calls,
     raise_statements,
     return_statements,
@@ -28,6 +29,8 @@ from autograph.converters import (
 from autograph.naming import Namer
 
 PASSES = (
+    nested_declarations,      # `global`/`nonlocal` in a block -> the top of the function,
+                              # whose whole body they apply to; before any pass moves blocks
     print_calls,              # print(...) -> ag__.print_, before call_trees would see it
     assert_statements,        # assert -> ag__.assert_; a statement less for the passes below
     del_statements,           # del x -> x = ag__.Undefined('x'): then an ordinary assignment
