@@ -129,7 +129,8 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
     if "__class__" in code.co_freevars and code.co_argcount:
         super_args = ("__class__", code.co_varnames[0])
     node = pipeline.convert_tree(parsed.node, parsed.filename, recursive=recursive,
-                                 super_args=super_args)
+                                 super_args=super_args,
+                                 class_name=parsing.enclosing_class(code.co_qualname))
     source, line_map = loader.unparse(node)
     compiled = loader.compile_function(
         source, line_map, name=fn.__qualname__, user_file=parsed.filename,

@@ -282,7 +282,8 @@ def convert(fn: Function) -> Function:
     try:
         fn.original, fn.original_map = loader.unparse(node)
         node = pipeline.convert_tree(node, fn.file.display,
-                                     super_args=super_args(node, fn.qualname))
+                                     super_args=super_args(node, fn.qualname),
+                                     class_name=parsing.enclosing_class(fn.qualname))
         fn.converted = loader.unparse(node)[0]
     except errors.ConversionError as e:
         where = e.location.short if e.location is not None else f"{fn.file.display}:{fn.line}"

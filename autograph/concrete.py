@@ -60,7 +60,8 @@ class ConcreteFunction:
         self._jitted = function._for(args, kwargs)
         self._symbolic = any(isinstance(a, TensorSpec) and None in a.declared_shape
                              for a in list(args) + list(kwargs.values()))
-        self._traced = self._jitted.trace(*args, **kwargs)
+        self._jit_specs = function._jit_args(args, kwargs)  # static floats keyed faithfully
+        self._traced = self._jitted.trace(*self._jit_specs[0], **self._jit_specs[1])
         self._lowered = self._traced.lower()
         self._compiled = None if self._symbolic else self._lowered.compile()
         self._exported = None
@@ -90,7 +91,8 @@ class ConcreteFunction:
             dyn_kw = {k: v for k, v in checked_kw.items() if _is_spec_tree(kwspecs[k])}
             return self._compiled(*dynamic, **dyn_kw)
         if self._exported is None:  # one symbolic trace serves every size
-            self._exported = jax.export.export(self._jitted)(*specs, **kwspecs)
+            self._exported = jax.export.export(self._jitted)(*self._jit_specs[0],
+                                                             **self._jit_specs[1])
         return self._exported.call(*checked, **checked_kw)
 
     def _bind_python_values(self, args, kwargs):

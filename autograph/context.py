@@ -16,6 +16,8 @@ class Context:
       filename: the user's file, for error locations.
       recursive: whether calls to user functions are converted too.
       super_args: the explicit arguments for a zero-argument ``super()``.
+      class_name: the class whose body the function is written in, whose
+        name Python mangles private names (``__x``) with.
     """
 
     namer: Namer
@@ -23,6 +25,7 @@ class Context:
     recursive: bool = True
     # For methods that use zero-argument `super()`: `("__class__", "self")`.
     super_args: tuple[str, str] | None = None
+    class_name: str | None = None
     # Flags set by lowered jumps (`did_break`, ...): a value left unassigned on
     # a path where one of them is set is never read, since the rest is guarded.
     jump_flags: set = dataclasses.field(default_factory=set)

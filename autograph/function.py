@@ -5,7 +5,8 @@ One ``Function`` converts its Python function once (control flow to
 
 * an array argument keys the cache by shape and dtype (and weak type);
 * a Python scalar, string, ``None`` or other hashable non-pytree object
-  keys it by value (it is a static argument of ``jax.jit``);
+  keys it by value (it is a static argument of ``jax.jit``; a float by
+  value and sign, so ``0.0`` and ``-0.0`` trace apart, and all NaNs alike);
 * tuples, lists, dicts, NamedTuples and registered dataclasses key it by
   structure and by their leaves (hashable containers of Python values only
   by value);
@@ -35,6 +36,7 @@ from autograph.concrete import (
 from autograph.runtime import objects as _objects
 from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
+from autograph.runtime.state import float_key as _float_key
 
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
 _ARRAY_IMPL = type(jax.numpy.zeros(()))  # the exact type, checked without an ABC lookup
@@ -82,6 +84,47 @@ def _mixed_container(value) -> bool:
     if len(leaves) == 1 and leaves[0] is value:
         return False
     return any(not isinstance(leaf, (*_ARRAYS, jax.ShapeDtypeStruct)) for leaf in leaves)
+
+
+class _StaticFloat:
+    """A static argument of ``jax.jit`` that is or holds a Python float (or complex).
+
+    ``jax.jit`` keys its cache on static arguments with ``==``: ``0.0`` and
+    ``-0.0`` would share a trace (wrong for ``copysign`` or ``1 / x``) and a
+    NaN, unequal to itself, would trace on every call. This one compares its
+    floats by value and sign, NaN equal to NaN; ``traced`` unwraps it.
+    """
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value, key):
+        self.value, self._key = value, key
+
+    def __eq__(self, other):
+        return type(other) is _StaticFloat and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+def _keyed(value):
+    """``value``, a static argument, as ``jax.jit`` should key it."""
+    t = type(value)
+    if t is float or t is complex:
+        return _StaticFloat(value, (t, _float_key(value)))
+    if t in _SIMPLE_TYPES:
+        return value
+    leaves, treedef = jax.tree_util.tree_flatten(value)  # a tuple of Python values, say
+    if not any(type(leaf) in (float, complex) for leaf in leaves):
+        return value
+    return _StaticFloat(value, (treedef, tuple(map(_keyed, leaves))))
+
+
+def _unkeyed(value):
+    return value.value if type(value) is _StaticFloat else value
 
 
 def _unset(*args, **kwargs):  # pragma: no cover - replaced in Function.__new__
@@ -139,6 +182,16 @@ class Function(functools.partial):
             p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._default_tail = tuple(defaults) if simple else ()
         self._n_required = (len(params) - len(defaults)) if simple else -1
+        # where a Python float is a static argument of the jitted function
+        named = {i: p.name for i, p in enumerate(params)
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        self._static_at = set(self._user_argnums) | {
+            i for i, name in named.items() if name in self._user_argnames}
+        self._static_names = set(self._user_argnames) | {
+            name for i, name in named.items() if i in self._user_argnums}
+        n_required = max(self._n_required, 0)
+        self._keyed_tail = self._jit_args((None,) * n_required + self._default_tail, {})[0][
+            n_required:]
         self._by_types: dict = {}
         self._flat_keys: set = set()
         self._positional_jit_options = bool(
@@ -155,6 +208,8 @@ class Function(functools.partial):
         target, record = self._target, self._record_trace
 
         def traced(*args, **kwargs):
+            args = tuple(map(_unkeyed, args))
+            kwargs = {k: _unkeyed(v) for k, v in kwargs.items()}
             record(args, kwargs)
             return target(*args, **kwargs)
 
@@ -213,7 +268,7 @@ class Function(functools.partial):
                 return out
             return entry
 
-        n_required, tail, with_defaults = self._n_required, self._default_tail, self._with_defaults
+        n_required, tail, with_defaults = self._n_required, self._keyed_tail, self._with_defaults
 
         def entry(first=_NO_ARG, /, *rest, **kwargs):
             try:  # (costs nothing until an exception)
@@ -268,8 +323,9 @@ class Function(functools.partial):
         if jitted is None:  # static or dynamic follows from the types (and pytree structures)
             jitted = self._by_types[key] = self._for(args, kwargs)
         traces = self._traces
+        keyed_args, keyed_kwargs = self._jit_args(args, kwargs)
         try:
-            return jitted(*args, **kwargs)
+            return jitted(*keyed_args, **keyed_kwargs)
         except (TypeError, jax.errors.ConcretizationTypeError):
             # A container holding Python values that the function needs as such
             # (a string, an int used as a shape): key the cache on their values.
@@ -304,7 +360,7 @@ class Function(functools.partial):
         dynamic_at = tuple(i for i, leaf in enumerate(leaves)
                            if isinstance(leaf, (*_ARRAYS, jax.ShapeDtypeStruct)))
         at = set(dynamic_at)
-        template = tuple(None if i in at else leaf for i, leaf in enumerate(leaves))
+        template = tuple(None if i in at else _keyed(leaf) for i, leaf in enumerate(leaves))
         if not _hashable(template):
             bad = next(leaf for leaf in template if not _hashable(leaf))
             raise TypeError(f"an argument of `{self._name}` holds a `{type(bad).__name__}` "
@@ -314,7 +370,7 @@ class Function(functools.partial):
 
     def _run_flat(self, dynamic, static):
         treedef, dynamic_at, template = static
-        leaves = list(template)
+        leaves = list(map(_unkeyed, template))
         for i, value in zip(dynamic_at, dynamic):
             leaves[i] = value
         args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
@@ -337,6 +393,12 @@ class Function(functools.partial):
             return True  # an object JAX does not know: keyed by hash
         return not any(isinstance(leaf, (*_ARRAYS, jax.ShapeDtypeStruct)) for leaf in leaves) \
             and _hashable(value)
+
+    def _jit_args(self, args, kwargs):
+        """The arguments as the jitted function takes them: static floats keyed faithfully."""
+        at, names, static = self._static_at, self._static_names, self._is_static
+        return (tuple(_keyed(a) if i in at or static(a) else a for i, a in enumerate(args)),
+                {k: _keyed(v) if k in names or static(v) else v for k, v in kwargs.items()})
 
     def _for(self, args, kwargs):
         """The ``jax.jit`` variant whose static arguments fit these arguments."""
@@ -446,11 +508,13 @@ class Function(functools.partial):
 
     def lower(self, *args, **kwargs):
         """``jax.jit(...).lower`` for these arguments (arrays or specs)."""
-        return self._for(args, kwargs).lower(*args, **kwargs)
+        keyed_args, keyed_kwargs = self._jit_args(args, kwargs)
+        return self._for(args, kwargs).lower(*keyed_args, **keyed_kwargs)
 
     def trace(self, *args, **kwargs):
         """``jax.jit(...).trace`` for these arguments (arrays or specs)."""
-        return self._for(args, kwargs).trace(*args, **kwargs)
+        keyed_args, keyed_kwargs = self._jit_args(args, kwargs)
+        return self._for(args, kwargs).trace(*keyed_args, **keyed_kwargs)
 
     def get_concrete_function(self, *args, **kwargs) -> "ConcreteFunction":
         """The function traced for one signature.

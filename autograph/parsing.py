@@ -116,6 +116,25 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     return ParsedFunction(gast.ast_to_gast(node), filename)
 
 
+def enclosing_class(qualname: str) -> str | None:
+    """The innermost class whose body a function of this ``__qualname__`` is written in.
+
+    A name followed by ``<locals>`` is a function's; any other before the
+    function's own name is a class's.
+
+    Examples:
+      >>> enclosing_class("Layer.__call__"), enclosing_class("f.<locals>.Layer.m")
+      ('Layer', 'Layer')
+      >>> enclosing_class("Layer.m.<locals>.helper"), enclosing_class("f.<locals>.g")
+      ('Layer', None)
+    """
+    parts = qualname.split(".")
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] != "<locals>" and parts[i + 1] != "<locals>":
+            return parts[i]
+    return None
+
+
 def parse_source_functions(text: str, filename: str):
     """Parses a module's text; yields ``(qualified name, gast.FunctionDef)``.
 

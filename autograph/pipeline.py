@@ -18,7 +18,9 @@ from autograph.converters import (
     if_statements,
     item_assignments,
     logical_expressions,
+    nested_declarations,
     print_calls,
+    private_names,
     raise_statements,
     return_statements,
     try_statements,
@@ -28,6 +30,10 @@ from autograph.converters import (
 from autograph.naming import Namer
 
 PASSES = (
+    private_names,            # `__x` -> `_Class__x` in a method, as its class body compiles
+                              # it; first, before any pass reads or makes names
+    nested_declarations,      # `global`/`nonlocal` in a block -> the top of the function,
+                              # whose whole body they apply to; before any pass moves blocks
     print_calls,              # print(...) -> ag__.print_, before call_trees would see it
     assert_statements,        # assert -> ag__.assert_; a statement less for the passes below
     del_statements,           # del x -> x = ag__.Undefined('x'): then an ordinary assignment
@@ -55,13 +61,17 @@ PASSES = (
 
 
 def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = True,
-                 super_args: tuple[str, str] | None = None,
+                 super_args: tuple[str, str] | None = None, class_name: str | None = None,
                  passes=PASSES) -> gast.FunctionDef:
-    """Runs ``passes`` (all, in order, by default) over ``node`` and returns it."""
+    """Runs ``passes`` (all, in order, by default) over ``node`` and returns it.
+
+    ``class_name`` is the class whose body ``node`` is written in, if any
+    (``parsing.enclosing_class`` of its qualified name).
+    """
     checks.check(node, filename)
     node.decorator_list = []
     ctx = Context(namer=Namer.for_tree(node), filename=filename, recursive=recursive,
-                  super_args=super_args)
+                  super_args=super_args, class_name=class_name)
     present = {type(n) for n in gast.walk(node)}
     # analysis -> the node kinds whose functions it was last computed for, while
     # every pass since has declared (``KEEPS``) that it leaves it valid
@@ -88,7 +98,7 @@ def convert_source(source: str, filename: str = "<source>", *, passes=PASSES,
     """
     from autograph import loader, parsing
 
-    for _, node in parsing.parse_source_functions(source, filename):
-        return loader.unparse(convert_tree(node, filename, passes=passes,
-                                           recursive=recursive))[0]
+    for qualname, node in parsing.parse_source_functions(source, filename):
+        return loader.unparse(convert_tree(node, filename, passes=passes, recursive=recursive,
+                                           class_name=parsing.enclosing_class(qualname)))[0]
     raise ValueError("no function definition in the source")

@@ -202,28 +202,62 @@ def _infer_undefined(step, values, names, loop):
 
 
 class _TrackedList(list):
-    """A list given to a staged loop body; remembers whether the body read it.
+    """A list given to a staged loop body; remembers how the body used it.
 
     Items appended in a staged loop become the scan's outputs: inside the
     body the list holds only the items from before the loop, so a body that
-    reads the list it appends to would see stale items.
+    reads the list it appends to would see stale items (``read``), and one
+    that grows it other than at its end (``insert``, ``[x] + ys``, ``ys *= 2``)
+    cannot be staged as appends (``changed``). ``ys + [x]`` is a new tracked
+    list that reports to the same ``root``.
     """
 
     read = False
+    changed = False
+    _root = None
+
+    @property
+    def root(self) -> _TrackedList:
+        return self if self._root is None else self._root
 
     def _reading(name):
         method = getattr(list, name)
 
         def wrapper(self, *args):
-            self.read = True
+            self.root.read = True
             return method(self, *args)
+        wrapper.__name__ = name
+        return wrapper
+
+    def _changing(name):
+        method = getattr(list, name)
+
+        def wrapper(self, *args, **kwargs):
+            self.root.changed = True
+            return method(self, *args, **kwargs)
         wrapper.__name__ = name
         return wrapper
 
     for _name in ("__getitem__", "__iter__", "__len__", "__contains__", "__reversed__",
                   "index", "count", "copy", "__eq__"):
         locals()[_name] = _reading(_name)
-    del _name, _reading
+    for _name in ("insert", "__setitem__", "__delitem__", "pop", "remove", "reverse", "sort",
+                  "clear", "__imul__"):
+        locals()[_name] = _changing(_name)
+    del _name, _reading, _changing
+
+    def __add__(self, other):
+        out = _TrackedList(list.__add__(self, other))
+        out._root = self.root
+        return out
+
+    def __radd__(self, other):  # `[x] + ys` puts new items before the old ones
+        self.root.changed = True
+        return list(other) + list(list.__iter__(self))
+
+    def grown_by_appending(self, tracked: _TrackedList) -> bool:
+        """Whether this list is ``tracked`` (or ``tracked + [...]``) with items only appended."""
+        return self.root is tracked and not tracked.changed
 
 
 # To JAX (jax.grad of a function of the list, optax, tree_map) it is a list.

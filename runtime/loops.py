@@ -415,11 +415,15 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
                         variable=names[i],
                         fix=f"carry the item you need (e.g. `last = {names[i]}[-1]` before the "
                             f"loop, updated in the body) and append to `{names[i]}` only")
+                # growing by `insert`, `[x] + ys` or a new list is not appending,
+                # even when the old items are unchanged (an empty list has none)
+                appended = isinstance(v, _TrackedList) and v.grown_by_appending(values[i])
                 v = list(list.__iter__(v))
-                if not all(a is b for a, b in zip(v[:base_len], before[i])):
+                if not appended or not all(a is b for a, b in zip(v[:base_len], before[i])):
                     raise errors.LoopStateError(
                         "a list grown in a staged `for` loop may only be appended to",
-                        observed=f"`{names[i]}` changes its items and grows in one iteration",
+                        observed=f"`{names[i]}` grows in one iteration other than by appending "
+                                 f"at its end",
                         variable=names[i], fix="only append to the list inside the loop")
                 grown.append(v[base_len:])
                 appended_count[i] = len(v) - base_len

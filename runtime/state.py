@@ -9,6 +9,8 @@ the same on every path.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -81,11 +83,27 @@ def promote(a, b):
     return np.dtype(dtype), wa and wb
 
 
+def float_key(value: float | complex) -> tuple:
+    """A float or complex by value and sign, NaN equal to NaN (``==`` says neither).
+
+    ``0.0 == -0.0``, yet ``copysign`` and ``1 / x`` tell them apart; and
+    ``nan != nan``, yet one NaN computes what another does.
+    """
+    if isinstance(value, complex):
+        return (float_key(value.real), float_key(value.imag))
+    if value != value:
+        return ("nan",)
+    return (value, math.copysign(1.0, value))
+
+
 def same_static(a, b) -> bool:
+    """Whether two Python values are the same constant (floats by value and sign)."""
     if a is b:
         return True
     if type(a) is not type(b):
         return False
+    if type(a) in (float, complex):
+        return float_key(a) == float_key(b)
     try:
         return bool(a == b)
     except Exception:  # objects whose == is not a plain bool

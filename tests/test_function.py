@@ -354,6 +354,29 @@ def test_hashable_tuple_of_python_values_by_value():
     assert count(f) == 2
 
 
+def test_python_floats_key_by_value_and_sign():
+    # `==` makes 0.0 and -0.0 one static value and NaN never equal to itself; jax.jit
+    # traces Python floats, so -0.0 keeps its sign there
+    f = autograph.function(lambda x, s: x * jnp.copysign(1.0, s))
+    x = jnp.float32(2.0)
+    assert [float(f(x, s)) for s in (0.0, -0.0, 0.0)] == [2.0, -2.0, 2.0]
+    assert count(f) == 2
+    assert float(f(x, (-0.0, "a")[0])) == -2.0
+    t = autograph.function(lambda x, t: x * jnp.copysign(1.0, t[0]))
+    assert [float(t(x, (s, "a"))) for s in (0.0, -0.0)] == [2.0, -2.0]  # static tuples too
+    assert [float(t(x, [s])) for s in (0.0, -0.0)] == [2.0, -2.0]  # lists: leaf by leaf
+    d = autograph.function(lambda x, s=-0.0: x * jnp.copysign(1.0, s))
+    assert [float(d(x)), float(d(x, 0.0)), float(d(x, -0.0))] == [-2.0, 2.0, -2.0]
+    assert count(d) == 2
+    concrete = [f.get_concrete_function(TensorSpec((), jnp.float32), s) for s in (0.0, -0.0)]
+    assert [float(c(x)) for c in concrete] == [2.0, -2.0]
+
+    g = autograph.function(lambda x, s: x + s)
+    for _ in range(3):
+        assert np.isnan(g(x, float("nan")))
+    assert count(g) == 1
+
+
 def test_python_int_in_container_with_array_stays_python():
     # Each leaf keys the cache by its own rule: the array by shape/dtype, the int by value.
     @autograph.function

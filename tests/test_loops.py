@@ -543,6 +543,51 @@ def test_append_in_staged_loop_is_a_scan_not_unrolled():
     assert sum(e.primitive.name == "sin" for e in jaxpr.jaxpr.eqns) == 0
 
 
+def insert_at_front(xs):
+    ys = []
+    for x in xs:
+        ys.insert(0, x * 2.0)
+    return ys
+
+
+def prepend_new_list(xs):
+    ys = []
+    for x in xs:
+        ys = [x] + ys
+    return ys
+
+
+def replace_by_new_list(xs):
+    ys = []
+    for x in xs:
+        ys = [x, -x]
+    return ys
+
+
+def concat_then_append(xs):
+    ys = [xs[0]]
+    for x in xs:
+        ys = ys + [x]
+        ys += [-x]
+    return ys
+
+
+@pytest.mark.parametrize("fn", [insert_at_front, prepend_new_list, replace_by_new_list])
+def test_list_grown_other_than_by_append_runs_unrolled(fn, staged_small_loops):
+    # With an empty list no old item can move, yet the order (or the items kept)
+    # differs from appending: the loop falls back to Python, with a warning.
+    xs = np.arange(1.0, 5.0, dtype=np.float32)
+    with pytest.warns(UserWarning, match="other than by appending at its end") as w:
+        check_equivalent(fn, (xs,))
+    assert re.search(_where(fn, "for x in xs"), str(w[0].message))
+
+
+def test_list_concatenated_at_its_end_stays_staged(staged_small_loops):
+    xs = np.arange(1.0, 5.0, dtype=np.float32)
+    check_equivalent(concat_then_append, (xs,))
+    assert "scan" in primitives(jax.make_jaxpr(conv(concat_then_append))(xs))
+
+
 def append_traced_trip(x, n):
     ys = []
     i = 0

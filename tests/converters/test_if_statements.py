@@ -2,6 +2,7 @@
 
 import dataclasses
 import inspect
+import math
 import re
 from typing import NamedTuple
 
@@ -563,6 +564,28 @@ def same_static_value_on_both_branches(x):
 
 def test_equal_python_values_on_both_branches_are_fine():
     check_equivalent(same_static_value_on_both_branches, (F32(2.0),), (F32(-3.0),))
+
+
+def signed_zero_on_branches(x):
+    if x > 0:
+        s = 0.0
+    else:
+        s = -0.0
+    return jnp.copysign(1.0, s)
+
+
+def nan_on_both_branches(x):
+    if x > 0:
+        y, s = x, float("nan")
+    else:
+        y, s = -x, float("nan")
+    return y, math.isnan(s)  # a Python NaN on both branches stays a Python float
+
+
+def test_python_floats_on_both_branches_compare_by_sign_and_nan():
+    # 0.0 == -0.0 yet copysign tells them apart; NaN != NaN yet it is one constant
+    check_equivalent(signed_zero_on_branches, (F32(2.0),), (F32(-3.0),))
+    check_equivalent(nan_on_both_branches, (F32(2.0),), (F32(-3.0),))
 
 
 # Dtype promotion between branches
