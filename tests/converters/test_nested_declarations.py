@@ -42,8 +42,8 @@ def test_golden_full_pipeline_declares_in_the_generated_function():
             def if_true_1():
                 def if_true():
                     global calls
+                    ag__.outer_assigned('calls', '`if`')
                     calls = 5
-                    ag__.outer_assigned(calls, 'calls', '`if`')
                     return ()
                 ag__.if_stmt(x > 1, if_true, None, (), names=())
                 return ()
