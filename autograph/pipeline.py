@@ -29,6 +29,30 @@ from autograph.converters import (
 )
 from autograph.naming import Namer
 
+
+class Together:
+    """Converters that run as one walk over the tree, on one analysis.
+
+    Each rewrites its own kind of statement (``Lowering.visit_If``,
+    ``visit_While``, ``visit_For``) after the statements inside it, so when an
+    outer statement is lowered, its inner ones already are. The analysis made
+    before the walk still holds for the outer statement: a lowered inner
+    block assigns exactly the names it carries out, so what the outer one
+    modifies, reads and leaves live is unchanged (apart from the names of the
+    generated functions, which nothing carries).
+    """
+
+    def __init__(self, *converters):
+        self.converters = converters
+        self.__name__ = "+".join(c.__name__.rsplit(".", 1)[-1] for c in converters)
+        self.NODES = tuple(n for c in converters for n in c.NODES)
+        self.REQUIRES = tuple(dict.fromkeys(a for c in converters for a in c.REQUIRES))
+        self.EMITS = tuple(n for c in converters for n in getattr(c, "EMITS", ()))
+        self._lowering = type("Lowering", tuple(c.Lowering for c in converters), {})
+
+    def transform(self, node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+        return self._lowering(ctx).visit(node)
+
 PASSES = (
     private_names,            # `__x` -> `_Class__x` in a method, as its class body compiles
                               # it; first, before any pass reads or makes names
@@ -46,9 +70,9 @@ PASSES = (
     break_statements,         # break -> flag + extra loop test; needs continue gone
     return_statements,        # one exit; loops gain a `not did_return` test
     try_statements,           # names a `try` body may leave unbound: bound to Undefined
-    if_statements,            # also lowers the guards the passes above emit
-    while_statements,
-    for_statements,
+    Together(if_statements,   # also lowers the guards the passes above emit; `if`s and
+             while_statements,  # loops in one walk, innermost first, on one analysis
+             for_statements),
     conditional_expressions,  # `a if c else b` -> ag__.if_exp
     logical_expressions,      # and/or/not on arrays -> ag__.and_/or_/not_; it also sees
                               # the `not did_break` tests the passes emit

@@ -49,7 +49,7 @@ _CALL_TEST = templates.Template(
 _CALL_NO_STATE = templates.Template("ag__.for_stmt(ITERABLE, BODY_FN, (), names=())")
 
 
-class _Transformer(FunctionScopes):
+class Lowering(FunctionScopes):
     def _iterable(self, node: gast.expr) -> gast.expr:
         if (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
                 and node.func.id in _ITERABLES and node.func.id not in self.locals):
@@ -112,4 +112,4 @@ class _Transformer(FunctionScopes):
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    return _Transformer(ctx).visit(node)
+    return Lowering(ctx).visit(node)

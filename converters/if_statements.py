@@ -139,7 +139,7 @@ class FunctionScopes(Converter):
         return out
 
 
-class _Transformer(FunctionScopes):
+class Lowering(FunctionScopes):
     def visit_If(self, node: gast.If):
         node.body = self._block(node.body)
         node.orelse = self._block(node.orelse)
@@ -197,4 +197,4 @@ class _Transformer(FunctionScopes):
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    return _Transformer(ctx).visit(node)
+    return Lowering(ctx).visit(node)

@@ -178,7 +178,7 @@ def cell_params(state, captured, namer, origin):
     return params, shared_cells(tuple(copies), {n: copies[n] for n in copies}, origin)
 
 
-class _Transformer(FunctionScopes):
+class Lowering(FunctionScopes):
     def visit_While(self, node: gast.While):
         node.body = self._block(node.body)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
@@ -209,4 +209,4 @@ class _Transformer(FunctionScopes):
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    return _Transformer(ctx).visit(node)
+    return Lowering(ctx).visit(node)
