@@ -18,16 +18,27 @@ class Namer:
         self._taken = set(taken)
 
     @classmethod
-    def for_tree(cls, tree: gast.AST) -> "Namer":
-        """A namer that avoids every identifier appearing in ``tree``."""
-        taken = set()
-        for node in gast.walk(tree):
-            if isinstance(node, gast.Name):
+    def for_tree(cls, tree: gast.AST, kinds: set | None = None) -> "Namer":
+        """A namer that avoids every identifier appearing in ``tree``.
+
+        The same walk adds the type of every node of ``tree`` to ``kinds``.
+        """
+        from autograph.analysis.activity import push_children
+
+        taken, seen = set(), set() if kinds is None else kinds
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            seen.add(kind)
+            if kind is gast.Name:
                 taken.add(node.id)
-            elif isinstance(node, (gast.FunctionDef, gast.ClassDef)):
+                continue
+            if kind is gast.FunctionDef or kind is gast.ClassDef:
                 taken.add(node.name)
-            elif isinstance(node, gast.alias):
+            elif kind is gast.alias:
                 taken.add((node.asname or node.name).split(".")[0])
+            push_children(node, stack.append)
         return cls(taken)
 
     def new(self, base: str) -> str:

@@ -94,9 +94,9 @@ def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = Tru
     """
     checks.check(node, filename)
     node.decorator_list = []
-    ctx = Context(namer=Namer.for_tree(node), filename=filename, recursive=recursive,
+    present: set = set()  # the node types in the tree
+    ctx = Context(namer=Namer.for_tree(node, present), filename=filename, recursive=recursive,
                   super_args=super_args, class_name=class_name)
-    present = {type(n) for n in gast.walk(node)}
     # analysis -> the node kinds whose functions it was last computed for, while
     # every pass since has declared (``KEEPS``) that it leaves it valid
     fresh: dict = {}

@@ -94,12 +94,11 @@ class Template:
         if missing or unused:
             raise TypeError(f"template placeholders unfilled: {sorted(missing)}, "
                             f"keywords unused: {sorted(unused)}\n{self.source}")
-        stmts = [_copy(s) for s in self._tree]
+        location = _location(origin)
         filler = _Filler(values)
         out: list[gast.stmt] = []
-        for stmt in stmts:
-            set_location(stmt, origin)
-            out.extend(filler.statement(stmt))
+        for stmt in self._tree:
+            out.extend(filler.statement(_copy(stmt, location)))
         return out
 
     def substitute_expr(self, origin: gast.AST | None = None, **values: Any) -> gast.expr:
@@ -110,19 +109,27 @@ class Template:
         return stmt.value
 
 
-def _copy(node):
-    """A fresh copy of a template tree (faster than ``copy.deepcopy``)."""
-    new = node.__class__()
+def _location(origin) -> tuple | None:
+    """``origin``'s location fields, or None when it has none."""
+    if origin is None or getattr(origin, "lineno", None) is None:
+        return None
+    return tuple(getattr(origin, field, None) for field in _LOC_FIELDS)
+
+
+def _copy(node, location: tuple | None):
+    """A fresh copy of a template tree (faster than ``copy.deepcopy``), located at
+    ``location`` (template nodes have no location of their own)."""
+    kind = node.__class__
+    new = kind.__new__(kind)  # every field is set below: no need for gast's checks
     for field in node._fields:
         value = getattr(node, field, None)
-        if isinstance(value, list):
-            value = [_copy(v) if isinstance(v, gast.AST) else v for v in value]
+        if type(value) is list:
+            value = [_copy(v, location) if isinstance(v, gast.AST) else v for v in value]
         elif isinstance(value, gast.AST):
-            value = _copy(value)
+            value = _copy(value, location)
         setattr(new, field, value)
-    for attr in node._attributes:
-        if hasattr(node, attr):
-            setattr(new, attr, getattr(node, attr))
+    if location is not None and "lineno" in kind._attributes:
+        new.lineno, new.col_offset, new.end_lineno, new.end_col_offset = location
     return new
 
 
