@@ -237,6 +237,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
         except Exception as e:
             _run_time_errors.reraise(e)  # the user's own exception, raised as the program ran
             errors.annotate_traceback(e)
+            errors.filter_traceback(e)
             raise
         return _check_outputs(result, plain)
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import os
 import sys
+import types
 from typing import Mapping
 
 __all__ = [
@@ -185,3 +187,53 @@ def annotate_traceback(exc: BaseException) -> None:
             exc._autograph_noted = True
         except (AttributeError, TypeError):
             pass
+
+
+# The project's own code: its frames are dropped from tracebacks of errors
+# raised in converted code, as JAX drops its internal frames.
+_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (
+    __file__,
+    os.path.join(os.path.dirname(__file__), "..", "runtime", "__init__.py"),
+    os.path.join(os.path.dirname(__file__), "..", "converters", "__init__.py")))
+
+
+def _own_frame(tb) -> bool:
+    return tb.tb_frame.f_code.co_filename.startswith(_OWN_DIRS)
+
+
+def filter_traceback(exc: BaseException) -> None:
+    """Drops autograph's own frames from ``exc``'s traceback.
+
+    What is left is the user's code: their functions, the generated code of
+    converted ones (each named with the user's line by ``annotate_traceback``)
+    and the libraries they call. ``AUTOGRAPH_TRACEBACK_FILTERING=off`` keeps
+    every frame.
+    """
+    if os.environ.get("AUTOGRAPH_TRACEBACK_FILTERING", "on").lower() in ("off", "0", "no"):
+        return
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    kept = [t for t in frames if not _own_frame(t)]
+    if not kept or len(kept) == len(frames):
+        return
+    new = None
+    for t in reversed(kept):
+        new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    exc.__traceback__ = new
+
+
+def _exclude_from_jax_tracebacks() -> None:
+    """Asks JAX to drop these frames too, from errors that pass through ``jax.jit``."""
+    try:
+        from jax._src import traceback_util
+    except ImportError:  # pragma: no cover - another JAX layout
+        return
+    for path in _OWN_DIRS:
+        traceback_util.register_exclusion(path)
+
+
+_exclude_from_jax_tracebacks()
+

@@ -96,3 +96,35 @@ def test_checks_in_a_branch_fail_only_where_it_is_taken_under_vmap(jit):
     else:
         with pytest.raises(jax.errors.JaxRuntimeError, match="NegativeInput"):
             f(jnp.array([1.0, -4.0])).block_until_ready()
+
+
+def reshapes_on_one_branch(x):
+    if x.sum() > 0:
+        y = x.reshape(7)
+    else:
+        y = x
+    return y
+
+
+def _frames(exc):
+    tb, files = exc.__traceback__, []
+    while tb is not None:
+        files.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    return files
+
+
+@pytest.mark.parametrize("filtering", ["on", "off"])
+def test_tracebacks_show_the_users_frames(monkeypatch, filtering):
+    import os
+    monkeypatch.setenv("AUTOGRAPH_TRACEBACK_FILTERING", filtering)
+    with pytest.raises(TypeError, match="cannot reshape") as info:
+        autograph.convert(reshapes_on_one_branch)(jnp.ones(3))
+    files = _frames(info.value)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(autograph.runtime.__file__)))
+    own = [f for f in files if any(f.startswith(os.path.join(root, d) + os.sep)
+                                   for d in ("autograph", "runtime", "converters"))]
+    assert any(f.startswith("<autograph reshapes_on_one_branch@") for f in files)
+    assert any(f.endswith("test_run_time_errors.py") for f in files)
+    assert (own == []) == (filtering == "on"), own
+    assert "test_run_time_errors.py:" in "".join(getattr(info.value, "__notes__", []))
