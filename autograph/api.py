@@ -152,10 +152,10 @@ def _converted_function(fn: types.FunctionType, recursive: bool) -> types.Functi
 
 
 def _check_outputs(result, fn):
-    from autograph.runtime.values import Undefined
+    from autograph.runtime.values import Undefined, raise_undefined
     for leaf in jax.tree_util.tree_leaves(result, is_leaf=lambda x: isinstance(x, Undefined)):
         if isinstance(leaf, Undefined):
-            leaf._fail()
+            raise_undefined(leaf)
     return result
 
 
