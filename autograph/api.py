@@ -66,7 +66,7 @@ def _runtime():
     return runtime
 
 
-def _unwrap(fn):
+def unwrap(fn):
     """The plain function behind ``fn`` (and how to re-wrap the converted one).
 
     Decided by ``fn``'s type alone: attributes such as ``__wrapped__`` are
@@ -77,12 +77,12 @@ def _unwrap(fn):
     if isinstance(fn, types.MethodType):
         return fn.__func__, lambda f: types.MethodType(f, fn.__self__)
     if type(fn) is functools.partial:
-        inner, rewrap = _unwrap(fn.func)
+        inner, rewrap = unwrap(fn.func)
         return inner, lambda f: functools.partial(rewrap(f), *fn.args, **fn.keywords)
     if isinstance(fn, types.FunctionType):
         return fn, lambda f: f
     if _transforms.is_jit(fn):
-        inner, rewrap = _unwrap(fn.__wrapped__)
+        inner, rewrap = unwrap(fn.__wrapped__)
         return inner, lambda f: _transforms.rejit(fn, rewrap(f))
     call = getattr(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType):
@@ -204,7 +204,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
     if isinstance(fn, types.BuiltinFunctionType):
         return fn  # no Python source: nothing to convert
     try:
-        plain, rewrap = _unwrap(fn)
+        plain, rewrap = unwrap(fn)
     except TypeError:
         if not callable(fn):
             raise
@@ -274,7 +274,7 @@ def to_code(fn: Callable, *, recursive: bool = True) -> str:
     from autograph.function import Function
     if isinstance(fn, Function):
         fn = fn.python_function
-    plain, _ = _unwrap(fn)
+    plain, _ = unwrap(fn)
     plain = _USER_FUNCTION.get(plain, plain)
     return _compile(plain, recursive).source
 
@@ -293,7 +293,7 @@ def do_not_convert(fn: Callable) -> Callable:
     return fn
 
 
-def _convert_for_call(fn: types.FunctionType) -> Callable:
+def convert_for_call(fn: types.FunctionType) -> Callable:
     """The converter ``converted_call`` uses; warns and falls back on failure."""
     try:
         return _converted_function(fn, True)

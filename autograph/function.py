@@ -158,7 +158,7 @@ class Function(functools.partial):
     def _setup(self, fn: Callable, *, input_signature=None, autograph: bool = True,
                reduce_retracing: bool = False, **jit_kwargs):
         self.python_function = fn
-        plain, _ = api._unwrap(fn)
+        plain, _ = api.unwrap(fn)
         self._name = getattr(plain, "__qualname__", getattr(plain, "__name__", "function"))
         self._target = api.convert(fn) if autograph else fn
         self.input_signature = None if input_signature is None else tuple(input_signature)
