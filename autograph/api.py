@@ -125,9 +125,7 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
     if errors.is_generated(code.co_filename):
         raise TypeError(f"{fn.__qualname__} is already converted")
     parsed = parsing.parse_function(fn)
-    super_args = None
-    if "__class__" in code.co_freevars and code.co_argcount:
-        super_args = ("__class__", code.co_varnames[0])
+    super_args = parsing.super_args(parsed.node, code.co_qualname, code.co_freevars)
     node = pipeline.convert_tree(parsed.node, parsed.filename, recursive=recursive,
                                  super_args=super_args,
                                  class_name=parsing.enclosing_class(code.co_qualname))

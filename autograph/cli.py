@@ -231,34 +231,6 @@ def is_unit(qualname: str) -> bool:
     return "<locals>" not in qualname.split(".")
 
 
-def _in_class(qualname: str) -> bool:
-    parts = qualname.split(".")
-    return any(p != "<locals>" and nxt != "<locals>" for p, nxt in zip(parts, parts[1:]))
-
-
-def super_args(node: gast.FunctionDef, qualname: str) -> tuple[str, str] | None:
-    """What ``to_code`` passes for zero-argument ``super()``, decided from syntax.
-
-    The compiler gives a function the ``__class__`` cell when it sits in a class
-    and it (or a function nested in it) names ``super`` or ``__class__``.
-    """
-    positional = node.args.posonlyargs + node.args.args
-    if not positional or not _in_class(qualname):
-        return None
-
-    def names_class(n) -> bool:
-        for child in gast.iter_child_nodes(n):
-            if isinstance(child, gast.ClassDef):
-                continue
-            if isinstance(child, gast.Name) and child.id in ("super", "__class__"):
-                return True
-            if names_class(child):
-                return True
-        return False
-
-    return ("__class__", positional[0].id) if names_class(node) else None
-
-
 def functions(f: SourceFile, text: str) -> list[Function]:
     """Every ``def`` in ``text``, in source order.
 
@@ -282,7 +254,7 @@ def convert(fn: Function) -> Function:
     try:
         fn.original, fn.original_map = loader.unparse(node)
         node = pipeline.convert_tree(node, fn.file.display,
-                                     super_args=super_args(node, fn.qualname),
+                                     super_args=parsing.super_args(node, fn.qualname),
                                      class_name=parsing.enclosing_class(fn.qualname))
         fn.converted = loader.unparse(node)[0]
     except errors.ConversionError as e:
