@@ -25,7 +25,7 @@ from autograph.modes import functions_run_eagerly, run_eagerly, run_functions_ea
 from autograph.runtime.side_effects import autograph_print as print  # noqa: A001
 from autograph.specs import TensorSpec
 
-_runtime.calls.set_converter(_api._convert_for_call)
+_runtime.calls.set_converter(_api.convert_for_call)
 
 try:  # one version number: the distribution's (pyproject.toml)
     from importlib.metadata import PackageNotFoundError

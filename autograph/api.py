@@ -66,7 +66,7 @@ def _runtime():
     return runtime
 
 
-def _unwrap(fn):
+def unwrap(fn):
     """The plain function behind ``fn`` (and how to re-wrap the converted one).
 
     Decided by ``fn``'s type alone: attributes such as ``__wrapped__`` are
@@ -77,12 +77,12 @@ def _unwrap(fn):
     if isinstance(fn, types.MethodType):
         return fn.__func__, lambda f: types.MethodType(f, fn.__self__)
     if type(fn) is functools.partial:
-        inner, rewrap = _unwrap(fn.func)
+        inner, rewrap = unwrap(fn.func)
         return inner, lambda f: functools.partial(rewrap(f), *fn.args, **fn.keywords)
     if isinstance(fn, types.FunctionType):
         return fn, lambda f: f
     if _transforms.is_jit(fn):
-        inner, rewrap = _unwrap(fn.__wrapped__)
+        inner, rewrap = unwrap(fn.__wrapped__)
         return inner, lambda f: _transforms.rejit(fn, rewrap(f))
     call = getattr(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType):
@@ -125,9 +125,7 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
     if errors.is_generated(code.co_filename):
         raise TypeError(f"{fn.__qualname__} is already converted")
     parsed = parsing.parse_function(fn)
-    super_args = None
-    if "__class__" in code.co_freevars and code.co_argcount:
-        super_args = ("__class__", code.co_varnames[0])
+    super_args = parsing.super_args(parsed.node, code.co_qualname, code.co_freevars)
     node = pipeline.convert_tree(parsed.node, parsed.filename, recursive=recursive,
                                  super_args=super_args,
                                  class_name=parsing.enclosing_class(code.co_qualname))
@@ -152,10 +150,10 @@ def _converted_function(fn: types.FunctionType, recursive: bool) -> types.Functi
 
 
 def _check_outputs(result, fn):
-    from autograph.runtime.values import Undefined
+    from autograph.runtime.values import Undefined, raise_undefined
     for leaf in jax.tree_util.tree_leaves(result, is_leaf=lambda x: isinstance(x, Undefined)):
         if isinstance(leaf, Undefined):
-            leaf._fail()
+            raise_undefined(leaf)
     return result
 
 
@@ -204,7 +202,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
     if isinstance(fn, types.BuiltinFunctionType):
         return fn  # no Python source: nothing to convert
     try:
-        plain, rewrap = _unwrap(fn)
+        plain, rewrap = unwrap(fn)
     except TypeError:
         if not callable(fn):
             raise
@@ -275,7 +273,7 @@ def to_code(fn: Callable, *, recursive: bool = True) -> str:
     from autograph.function import Function
     if isinstance(fn, Function):
         fn = fn.python_function
-    plain, _ = _unwrap(fn)
+    plain, _ = unwrap(fn)
     plain = _USER_FUNCTION.get(plain, plain)
     return _compile(plain, recursive).source
 
@@ -294,7 +292,7 @@ def do_not_convert(fn: Callable) -> Callable:
     return fn
 
 
-def _convert_for_call(fn: types.FunctionType) -> Callable:
+def convert_for_call(fn: types.FunctionType) -> Callable:
     """The converter ``converted_call`` uses; warns and falls back on failure."""
     try:
         return _converted_function(fn, True)

@@ -6,20 +6,19 @@ here check call arguments against ``TensorSpec``s and signatures.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import inspect
+from typing import Callable
 
 import jax
 import numpy as np
 
 from autograph.specs import TensorSpec
 
-if TYPE_CHECKING:
-    from autograph.function import Function
-
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
 
 
-def _describe(value) -> str:
+def describe(value) -> str:
+    """``value`` for a message: ``float32[3, 4]`` for an array or spec, else its repr."""
     if isinstance(value, (jax.Array, jax.ShapeDtypeStruct)) or hasattr(value, "aval"):
         return f"{np.dtype(value.dtype).name}{list(np.shape(value))}"
     if isinstance(value, _ARRAYS):
@@ -27,7 +26,7 @@ def _describe(value) -> str:
     return repr(value)
 
 
-class _BoundConcreteFunction:
+class BoundConcreteFunction:
     """A method's concrete function: called without ``self``."""
 
     def __init__(self, concrete: "ConcreteFunction", obj):
@@ -53,14 +52,28 @@ class ConcreteFunction:
       structured_input_signature: ``(args, kwargs)`` of specs and static values.
     """
 
-    def __init__(self, function: "Function", args: tuple, kwargs: dict):
-        self._function = function
-        self._name = function._name
+    def __init__(self, name: str, jitted, args: tuple, kwargs: dict, *,
+                 jit_args: tuple[tuple, dict], signature: inspect.Signature | None,
+                 arg_name: Callable[[int], str]):
+        """Traces, lowers and (for static shapes) compiles one signature.
+
+        Args:
+          name: the function's name, for error messages.
+          jitted: the ``jax.jit`` function whose static arguments fit ``args``.
+          args, kwargs: the specs (and static Python values) of the trace.
+          jit_args: ``args`` and ``kwargs`` as ``jitted`` takes them.
+          signature: the Python function's signature, or None when it has none;
+            it maps keyword arguments of a call to positions.
+          arg_name: names positional argument ``i`` in error messages.
+        """
+        self._name = name
+        self._signature = signature
+        self._arg_name = arg_name
         self.structured_input_signature = (args, kwargs)
-        self._jitted = function._for(args, kwargs)
+        self._jitted = jitted
         self._symbolic = any(isinstance(a, TensorSpec) and None in a.declared_shape
                              for a in list(args) + list(kwargs.values()))
-        self._jit_specs = function._jit_args(args, kwargs)  # static floats keyed faithfully
+        self._jit_specs = jit_args  # static floats keyed faithfully
         self._traced = self._jitted.trace(*self._jit_specs[0], **self._jit_specs[1])
         self._lowered = self._traced.lower()
         self._compiled = None if self._symbolic else self._lowered.compile()
@@ -82,9 +95,9 @@ class ConcreteFunction:
         specs, kwspecs = self.structured_input_signature
         args, kwargs = self._bind_python_values(args, kwargs)
         args, kwargs = self._positional(args, kwargs, len(specs), set(kwspecs))
-        checked = [_check_spec(self._name, self._function._arg_name(i), s, a)
+        checked = [check_spec(self._name, self._arg_name(i), s, a)
                    for i, (s, a) in enumerate(zip(specs, args))]
-        checked_kw = {k: _check_spec(self._name, f"`{k}`", kwspecs[k], v)
+        checked_kw = {k: check_spec(self._name, f"`{k}`", kwspecs[k], v)
                       for k, v in kwargs.items()}
         if self._compiled is not None:
             dynamic = [a for s, a in zip(specs, checked) if _is_spec_tree(s)]
@@ -113,7 +126,7 @@ class ConcreteFunction:
     def _positional(self, args, kwargs, n, kwnames):
         """Maps keyword arguments of the traced positional parameters to positions."""
         extra = set(kwargs) - kwnames
-        sig = self._function._signature
+        sig = self._signature
         if extra and sig is not None:
             try:
                 bound = sig.bind_partial(*args, **{k: kwargs[k] for k in extra})
@@ -138,7 +151,7 @@ def _is_spec_tree(spec) -> bool:
         spec, is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct)))
 
 
-def _check_spec(fname, name, spec, value):
+def check_spec(fname, name, spec, value):
     """Checks ``value`` against ``spec`` (a spec, a pytree of specs, or a Python value).
 
     Returns ``value``, with Python numbers turned into arrays of the spec's dtype.
@@ -152,7 +165,7 @@ def _check_spec(fname, name, spec, value):
         if spec_tree != value_tree:
             raise ValueError(f"argument {name} of `{fname}` must have the structure of its "
                              f"signature {spec!r}; got {value!r}")
-        checked = [_check_spec(fname, f"{name}[{i}]", s, v)
+        checked = [check_spec(fname, f"{name}[{i}]", s, v)
                    for i, (s, v) in enumerate(zip(spec_leaves, value_leaves))]
         return jax.tree_util.tree_unflatten(value_tree, checked)
     if not (value is spec or value == spec):
@@ -177,11 +190,12 @@ def _check_leaf_spec(fname, name, spec, value):
     if why is not None:
         error = TypeError if why.startswith("dtype") else ValueError
         raise error(f"argument {name} of `{fname}` does not match its signature: expected "
-                    f"{spec!r}, got {_describe(converted)} ({why})")
+                    f"{spec!r}, got {describe(converted)} ({why})")
     return converted
 
 
-def _as_spec(value):
+def as_spec(value):
+    """The spec an array stands for in ``get_concrete_function``; other values as they are."""
     if isinstance(value, jax.ShapeDtypeStruct):
         return value
     if isinstance(value, _ARRAYS):

@@ -75,7 +75,7 @@ def export(f: Callable, *specs) -> jax.export.Exported:
 
 def _source_hash(f: Callable) -> str | None:
     try:
-        plain, _ = api._unwrap(getattr(f, "python_function", f))
+        plain, _ = api.unwrap(getattr(f, "python_function", f))
         return hashlib.sha256(inspect.getsource(plain).encode()).hexdigest()
     except (OSError, TypeError):
         return None

@@ -27,11 +27,11 @@ import numpy as np
 
 from autograph import api, errors, modes
 from autograph.concrete import (
+    BoundConcreteFunction,
     ConcreteFunction,
-    _as_spec,
-    _BoundConcreteFunction,
-    _check_spec,
-    _describe,
+    as_spec,
+    check_spec,
+    describe,
 )
 from autograph.runtime import objects as _objects
 from autograph.runtime import run_time_errors as _run_time_errors
@@ -158,7 +158,7 @@ class Function(functools.partial):
     def _setup(self, fn: Callable, *, input_signature=None, autograph: bool = True,
                reduce_retracing: bool = False, **jit_kwargs):
         self.python_function = fn
-        plain, _ = api._unwrap(fn)
+        plain, _ = api.unwrap(fn)
         self._name = getattr(plain, "__qualname__", getattr(plain, "__name__", "function"))
         self._target = api.convert(fn) if autograph else fn
         self.input_signature = None if input_signature is None else tuple(input_signature)
@@ -457,7 +457,7 @@ class Function(functools.partial):
                 f"called with {len(values)}: input_signature={list(specs)}")
         converted = {}
         for (name, value), spec in zip(values, specs):
-            new = _check_spec(self._name, f"`{name}`", spec, value)
+            new = check_spec(self._name, f"`{name}`", spec, value)
             if new is not value:
                 converted[name] = new
         if not converted:
@@ -481,7 +481,7 @@ class Function(functools.partial):
             try:
                 bound = self._signature.bind(*args, **kwargs)
                 bound.apply_defaults()
-                described = {k: _describe(v) for k, v in bound.arguments.items()}
+                described = {k: describe(v) for k, v in bound.arguments.items()}
             except TypeError:
                 pass
         changed = [] if self._last_trace is None else [
@@ -528,8 +528,11 @@ class Function(functools.partial):
                 raise TypeError(f"`{self._name}`.get_concrete_function() needs argument "
                                 f"specs, or an input_signature on the function")
             args = self.input_signature
-        return ConcreteFunction(self, tuple(_as_spec(a) for a in args),
-                                {k: _as_spec(v) for k, v in kwargs.items()})
+        args = tuple(as_spec(a) for a in args)
+        kwargs = {k: as_spec(v) for k, v in kwargs.items()}
+        return ConcreteFunction(self._name, self._for(args, kwargs), args, kwargs,
+                                jit_args=self._jit_args(args, kwargs),
+                                signature=self._signature, arg_name=self._arg_name)
 
     def __repr__(self) -> str:
         return f"<autograph.Function {self._name}>"
@@ -562,7 +565,7 @@ class _BoundFunction:
     def get_concrete_function(self, *args, **kwargs):
         if not args and not kwargs and self._function.input_signature is not None:
             args = self._function.input_signature
-        return _BoundConcreteFunction(
+        return BoundConcreteFunction(
             self._function.get_concrete_function(self._obj, *args, **kwargs), self._obj)
 
     def lower(self, *args, **kwargs):

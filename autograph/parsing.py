@@ -135,6 +135,49 @@ def enclosing_class(qualname: str) -> str | None:
     return None
 
 
+def super_args(node: gast.FunctionDef, qualname: str,
+               freevars: tuple[str, ...] | None = None) -> tuple[str, str] | None:
+    """What the converted function is given for zero-argument ``super()``.
+
+    That is ``("__class__", first positional parameter)`` when the function has
+    the ``__class__`` cell, else None. The compiler gives a function that cell
+    when it sits in a class and it (or a function nested in it) names ``super``
+    or ``__class__``.
+
+    Args:
+      node: the function's tree.
+      qualname: its ``__qualname__``.
+      freevars: a live function's ``co_freevars``, which hold the cell when it
+        has one. Without them (the command line, which never runs the user's
+        module) the cell is decided from the syntax, as the compiler does.
+    """
+    positional = node.args.posonlyargs + node.args.args
+    if not positional:
+        return None
+    if freevars is not None:
+        has_cell = "__class__" in freevars
+    else:
+        has_cell = _in_class(qualname) and _names_class(node)
+    return ("__class__", positional[0].id) if has_cell else None
+
+
+def _in_class(qualname: str) -> bool:
+    parts = qualname.split(".")
+    return any(p != "<locals>" and nxt != "<locals>" for p, nxt in zip(parts, parts[1:]))
+
+
+def _names_class(node: gast.AST) -> bool:
+    """Whether ``node`` names ``super`` or ``__class__`` outside any nested class."""
+    for child in gast.iter_child_nodes(node):
+        if isinstance(child, gast.ClassDef):
+            continue
+        if isinstance(child, gast.Name) and child.id in ("super", "__class__"):
+            return True
+        if _names_class(child):
+            return True
+    return False
+
+
 def parse_source_functions(text: str, filename: str):
     """Parses a module's text; yields ``(qualified name, gast.FunctionDef)``.
 

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from loops import _time_calls  # benchmarks/loops.py: per-call time of one round
+from loops import time_calls  # benchmarks/loops.py: per-call time of one round
 
 import autograph
 
@@ -74,7 +74,7 @@ def _best(fns, args, rounds=15, calls=40):
     for r in range(rounds):
         order = list(enumerate(fns))
         for i, f in order if r % 2 == 0 else order[::-1]:
-            best[i] = min(best[i], _time_calls(f, args, calls))
+            best[i] = min(best[i], time_calls(f, args, calls))
     return best
 
 

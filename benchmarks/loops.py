@@ -103,7 +103,8 @@ def h_cond(x):
     return lax.cond(x.sum() > 0, lambda: jnp.tanh(x) * 2, lambda: x * x)
 
 
-def _time_calls(fn, args, calls):
+def time_calls(fn, args, calls):
+    """Mean per-call time of ``calls`` calls of ``fn(*args)``, waiting for the last result."""
     start = time.perf_counter()
     for _ in range(calls):
         out = fn(*args)
@@ -111,14 +112,14 @@ def _time_calls(fn, args, calls):
     return (time.perf_counter() - start) / calls
 
 
-def _steady_pair(a, b, args, rounds=15, calls=60):
+def steady_pair(a, b, args, rounds=15, calls=60):
     """Best per-call time of two compiled functions, measured alternately."""
     jax.block_until_ready(a(*args))
     jax.block_until_ready(b(*args))
     ta, tb = [], []
     for _ in range(rounds):
-        ta.append(_time_calls(a, args, calls))
-        tb.append(_time_calls(b, args, calls))
+        ta.append(time_calls(a, args, calls))
+        tb.append(time_calls(b, args, calls))
     return min(ta), min(tb)
 
 
@@ -129,7 +130,7 @@ def steady_rows():
              ("if/else (cond)", c_cond, h_cond, (x,))]
     rows = []
     for name, conv, hand, args in cases:
-        t_c, t_h = _steady_pair(jax.jit(autograph.convert(conv)), jax.jit(hand), args)
+        t_c, t_h = steady_pair(jax.jit(autograph.convert(conv)), jax.jit(hand), args)
         rows.append({"program": name, "converted_us": 1e6 * t_c, "lax_us": 1e6 * t_h,
                      "ratio": t_c / t_h})
     return rows

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from loops import _steady_pair
+from loops import steady_pair
 
 import autograph
 
@@ -53,10 +53,10 @@ def bounded_hinted(x):
 def main() -> list[dict]:
     x = jnp.linspace(0.0, 1.0, 64, dtype=jnp.float32)
     rows = []
-    t_c, t_h = _steady_pair(jax.jit(autograph.convert(scatter)), jax.jit(scatter_by_hand), (x,))
+    t_c, t_h = steady_pair(jax.jit(autograph.convert(scatter)), jax.jit(scatter_by_hand), (x,))
     rows.append({"program": "item assignment loop (64)", "converted_us": 1e6 * t_c,
                  "baseline": "hand-written .at[]", "baseline_us": 1e6 * t_h, "ratio": t_c / t_h})
-    t_c, t_h = _steady_pair(jax.jit(jax.grad(autograph.convert(bounded))),
+    t_c, t_h = steady_pair(jax.jit(jax.grad(autograph.convert(bounded))),
                             jax.jit(jax.grad(autograph.convert(bounded_hinted))), (x,))
     rows.append({"program": "jax.grad through a counter-bounded while (40)",
                  "converted_us": 1e6 * t_c, "baseline": "set_loop_options by hand",

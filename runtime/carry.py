@@ -17,7 +17,7 @@ from . import state as st
 from .values import UndefinedReturn, describe, is_undefined
 
 
-class _Carry:
+class Carry:
     """Splits loop state into arrays to carry and Python objects held fixed."""
 
     def __init__(self, values, names, loop: str):
@@ -131,7 +131,7 @@ class _Carry:
         return st.as_array(leaf)
 
 
-def _stabilize(carry: _Carry, step_out_avals):
+def stabilize(carry: Carry, step_out_avals):
     """Promotes weakly typed carried arrays to the dtypes one iteration produces."""
     changed = False
     new = []
@@ -160,10 +160,10 @@ def _loop_undefined_error(name, loop, reason):
         fix=f"initialize `{name}` before the loop (e.g. `{name} = jnp.zeros(...)`)")
 
 
-def _infer_undefined(step, values, names, loop):
+def infer_undefined(step, values, names, loop):
     """Gives unassigned loop variables zero values of the type one iteration makes."""
     undefined = {n for n, _ in _undefined_names(values, names)}
-    carry = _Carry(values, names, loop)
+    carry = Carry(values, names, loop)
 
     def probe(arrays):
         out = step(carry.unflatten(arrays))
@@ -201,7 +201,7 @@ def _infer_undefined(step, values, names, loop):
     return tuple(new)
 
 
-class _TrackedList(list):
+class TrackedList(list):
     """A list given to a staged loop body; remembers how the body used it.
 
     Items appended in a staged loop become the scan's outputs: inside the
@@ -217,7 +217,7 @@ class _TrackedList(list):
     _root = None
 
     @property
-    def root(self) -> _TrackedList:
+    def root(self) -> TrackedList:
         return self if self._root is None else self._root
 
     def _reading(name):
@@ -247,7 +247,7 @@ class _TrackedList(list):
     del _name, _reading, _changing
 
     def __add__(self, other):
-        out = _TrackedList(list.__add__(self, other))
+        out = TrackedList(list.__add__(self, other))
         out._root = self.root
         return out
 
@@ -255,17 +255,17 @@ class _TrackedList(list):
         self.root.changed = True
         return list(other) + list(list.__iter__(self))
 
-    def grown_by_appending(self, tracked: _TrackedList) -> bool:
+    def grown_by_appending(self, tracked: TrackedList) -> bool:
         """Whether this list is ``tracked`` (or ``tracked + [...]``) with items only appended."""
         return self.root is tracked and not tracked.changed
 
 
 # To JAX (jax.grad of a function of the list, optax, tree_map) it is a list.
 jax.tree_util.register_pytree_node(
-    _TrackedList, lambda xs: (list(list.__iter__(xs)), None), lambda _, children: list(children))
+    TrackedList, lambda xs: (list(list.__iter__(xs)), None), lambda _, children: list(children))
 
 
-def _prepare(values, names, loop, step, may_skip: bool):
+def prepare_state(values, names, loop, step, may_skip: bool):
     """Resolves unassigned variables before staging a loop."""
     undefined = _undefined_names(values, names)
     for n, v in undefined:
@@ -274,7 +274,7 @@ def _prepare(values, names, loop, step, may_skip: bool):
                 n, loop, "the number of iterations is only known at run time, so the loop "
                          "may run zero times")
     if undefined:
-        values = _infer_undefined(step, values, names, loop)
+        values = infer_undefined(step, values, names, loop)
     for n, v in zip(names, values):
         if isinstance(v, list):
             # A list carried by the loop keeps its length; appending needs a static trip count.

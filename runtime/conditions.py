@@ -8,7 +8,7 @@ import numpy as np
 
 from autograph import errors
 
-from .values import Tracer, is_undefined
+from .values import Tracer, is_undefined, raise_undefined
 
 
 def condition(pred, construct: str):
@@ -22,7 +22,7 @@ def condition(pred, construct: str):
       ConditionError: ``pred`` is traced and has more than one element.
     """
     if is_undefined(pred):
-        pred._fail()
+        raise_undefined(pred)
     if not isinstance(pred, Tracer):
         return pred
     shape = np.shape(pred)

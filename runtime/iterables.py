@@ -21,7 +21,7 @@ from . import state as st
 from .values import Tracer, is_array
 
 
-class _Seq:
+class Seq:
     """A sequence of static length ``n`` that a ``lax.scan`` can walk.
 
     ``xs`` holds the arrays scanned along their leading axis (or None);
@@ -47,7 +47,7 @@ class _Seq:
         return self.n
 
 
-class _RangeSeq(_Seq):
+class _RangeSeq(Seq):
     def __init__(self, r: range):
         self.r, self.n = r, len(r)
 
@@ -57,7 +57,7 @@ class _RangeSeq(_Seq):
         return st.convert(self.r.start + k * self.r.step, np.int32, True)
 
 
-class _ArraySeq(_Seq):
+class _ArraySeq(Seq):
     def __init__(self, a):
         n = np.shape(a)[0]
         # a symbolic dimension (under jax.export) stays symbolic: scan handles it
@@ -67,8 +67,8 @@ class _ArraySeq(_Seq):
         return x
 
 
-class _EnumerateSeq(_Seq):
-    def __init__(self, inner: _Seq, start: int):
+class _EnumerateSeq(Seq):
+    def __init__(self, inner: Seq, start: int):
         self.inner, self.start, self.n, self.xs = inner, start, inner.n, inner.xs
 
     def element(self, k, x):
@@ -76,7 +76,7 @@ class _EnumerateSeq(_Seq):
         return (i, self.inner.element(k, x))
 
 
-class _ZipSeq(_Seq):
+class _ZipSeq(Seq):
     def __init__(self, seqs):
         self.seqs = seqs
         self.n = min(s.n for s in seqs)
@@ -87,7 +87,7 @@ class _ZipSeq(_Seq):
         return tuple(s.element(k, xi) for s, xi in zip(self.seqs, x))
 
 
-class _TracedSeq:
+class TracedSeq:
     """A sequence whose length is traced: staged as one ``lax.while_loop``.
 
     ``length`` is a traced int; ``element(k)`` makes the item at the traced
@@ -98,7 +98,7 @@ class _TracedSeq:
         self.length, self.element = length, element
 
 
-class TracedRange(_TracedSeq):
+class TracedRange(TracedSeq):
     """``range(start, stop, step)`` where a bound is traced."""
 
     def __init__(self, start, stop, step):
@@ -110,14 +110,15 @@ class TracedRange(_TracedSeq):
 
 def _dynamic_element(seq, k):
     """Item ``k`` (traced) of a static or traced sequence."""
-    if isinstance(seq, _TracedSeq):
+    if isinstance(seq, TracedSeq):
         return seq.element(k)
     x = None if seq.xs is None else jax.tree_util.tree_map(lambda a: jnp.asarray(a)[k], seq.xs)
     return seq.element(k, x)
 
 
-def _as_seq(it):
-    if isinstance(it, _Seq):
+def as_seq(it):
+    """``it`` as a ``Seq`` a ``lax.scan`` can walk (a range or an array), else None."""
+    if isinstance(it, Seq):
         return it
     if isinstance(it, range):
         return _RangeSeq(it)
@@ -147,20 +148,20 @@ def range_(*args):
 
 def enumerate_(iterable, start=0):
     """``enumerate``; stays stageable when ``iterable`` is a range or an array."""
-    if isinstance(iterable, _TracedSeq):
-        return _TracedSeq(iterable.length, lambda k: (
+    if isinstance(iterable, TracedSeq):
+        return TracedSeq(iterable.length, lambda k: (
             st.convert(start + k, np.int32, True), iterable.element(k)))
-    seq = _as_seq(iterable)
+    seq = as_seq(iterable)
     return enumerate(iterable, start) if seq is None else _EnumerateSeq(seq, start)
 
 
 def zip_(*iterables):
     """``zip``; stays stageable when every iterable is a range or an array."""
-    seqs = [it if isinstance(it, _TracedSeq) else _as_seq(it) for it in iterables]
-    if any(isinstance(s, _TracedSeq) for s in seqs) and all(s is not None for s in seqs):
-        lengths = [s.length if isinstance(s, _TracedSeq) else s.n for s in seqs]
+    seqs = [it if isinstance(it, TracedSeq) else as_seq(it) for it in iterables]
+    if any(isinstance(s, TracedSeq) for s in seqs) and all(s is not None for s in seqs):
+        lengths = [s.length if isinstance(s, TracedSeq) else s.n for s in seqs]
         length = functools.reduce(jnp.minimum, lengths)
-        return _TracedSeq(length, lambda k: tuple(_dynamic_element(s, k) for s in seqs))
+        return TracedSeq(length, lambda k: tuple(_dynamic_element(s, k) for s in seqs))
     if iterables and all(s is not None for s in seqs):
         return _ZipSeq(seqs)
     return zip(*iterables)

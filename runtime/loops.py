@@ -40,10 +40,10 @@ from autograph import errors
 
 from . import objects, transforms
 from .bounded import counted_loop
-from .carry import _Carry, _infer_undefined, _prepare, _stabilize, _TrackedList
+from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
 from .conditionals import if_stmt
 from .conditions import condition
-from .iterables import TracedRange, _as_seq, _Seq, _TracedSeq, enumerate_, range_, reversed_, zip_
+from .iterables import Seq, TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
 from .values import (
     MaybeUndefined,
     Tracer,
@@ -176,7 +176,7 @@ def _with_defined_flag(test, body, state, names, opts, loop, born):
     are ``MaybeUndefined``, and a read checks the flag when the program runs.
     """
     undefined = {i: state[i] for i in born}
-    filled = _infer_undefined(lambda s: tuple(body(*s)), state, names, loop)
+    filled = infer_undefined(lambda s: tuple(body(*s)), state, names, loop)
 
     def flagged_test(*s):
         return test(*s[:-1])
@@ -194,8 +194,8 @@ def _with_defined_flag(test, body, state, names, opts, loop, born):
 
 def _staged_while_defined(test, body, state, names, opts, loop="while"):
     maximum = opts.get("maximum_iterations")
-    state = _prepare(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
-    carry = _Carry(state, names, loop)
+    state = prepare_state(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
+    carry = Carry(state, names, loop)
     lengths = {n: len(v) for n, v in zip(names, state) if isinstance(v, list)}
 
     def body_arrays(arrays):
@@ -228,9 +228,9 @@ def _staged_while_defined(test, body, state, names, opts, loop="while"):
 
 def _stabilizer(carry):
     """``counted_loop``'s hook: the carry promoted to what one step makes, or None."""
-    def stabilize(out_avals):
-        return carry.arrays if _stabilize(carry, out_avals) else None
-    return stabilize
+    def hook(out_avals):
+        return carry.arrays if stabilize(carry, out_avals) else None
+    return hook
 
 
 # ----------------------------------------------------------------------------
@@ -263,9 +263,9 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
     """
     state = tuple(init)
     names = tuple(names)
-    if isinstance(iterable, _TracedSeq):
+    if isinstance(iterable, TracedSeq):
         return _traced_seq_for(iterable, body, state, names, extra_test)
-    seq = _as_seq(iterable)
+    seq = as_seq(iterable)
     if seq is None:
         return _python_for(iterable, body, state, names, extra_test)
     k = 0
@@ -383,7 +383,7 @@ def _lifted_for(run):
 
 
 @_lifted_for
-def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
+def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     n = seq.n - k0
     if n <= 0:
         return state
@@ -391,9 +391,9 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
         lambda a: jnp.asarray(a)[k0:seq.n], seq.xs)
     ks = jnp.arange(k0, seq.n, dtype=np.int32)
     x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
-    state = _prepare(state, names, "for", lambda s: tuple(body(seq.element(ks[0], x0), *s)),
+    state = prepare_state(state, names, "for", lambda s: tuple(body(seq.element(ks[0], x0), *s)),
                      may_skip=False)
-    carry = _Carry(state, names, "for")
+    carry = Carry(state, names, "for")
     lists = {i: len(v) for i, v in enumerate(state) if isinstance(v, list)}
     appended_count = {}
 
@@ -401,7 +401,7 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
         values = list(carry.unflatten(arrays))
         before = {i: list(values[i]) for i in lists}  # the body may append in place
         for i in lists:
-            values[i] = _TrackedList(values[i])
+            values[i] = TrackedList(values[i])
         out = list(body(seq.element(k, x), *values))
         grown = []
         for i, base_len in lists.items():
@@ -417,7 +417,7 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
                             f"loop, updated in the body) and append to `{names[i]}` only")
                 # growing by `insert`, `[x] + ys` or a new list is not appending,
                 # even when the old items are unchanged (an empty list has none)
-                appended = isinstance(v, _TrackedList) and v.grown_by_appending(values[i])
+                appended = isinstance(v, TrackedList) and v.grown_by_appending(values[i])
                 v = list(list.__iter__(v))
                 if not appended or not all(a is b for a, b in zip(v[:base_len], before[i])):
                     raise errors.LoopStateError(
@@ -428,7 +428,7 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
                 grown.append(v[base_len:])
                 appended_count[i] = len(v) - base_len
                 out[i] = before[i]
-            elif isinstance(v, _TrackedList):
+            elif isinstance(v, TrackedList):
                 out[i] = list(list.__iter__(v))
                 grown.append([])
             else:
@@ -448,7 +448,7 @@ def _scan_for(seq: _Seq, k0: int, body, state, names, extra_test):
     except TypeError as e:
         if "carry" not in str(e):
             raise
-        _stabilize(carry, jax.eval_shape(lambda a: one(a, ks[0], x0)[0], carry.arrays))
+        stabilize(carry, jax.eval_shape(lambda a: one(a, ks[0], x0)[0], carry.arrays))
         with staging():
             final, grown = lax.scan(step, carry.arrays, (ks, xs))
     values = list(carry.unflatten(final, final=True))
@@ -487,7 +487,7 @@ def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
 
 
 @_lifted_for
-def _traced_seq_for(seq: _TracedSeq, body, state, names, extra_test):
+def _traced_seq_for(seq: TracedSeq, body, state, names, extra_test):
     if _reverse_mode(state, (body, extra_test)):  # staged as `lax.while_loop` below
         _note_unbounded_under_reverse()
     def test(k, *s):

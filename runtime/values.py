@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import types
+from typing import NoReturn
 
 import jax
 import numpy as np
@@ -206,6 +207,11 @@ def is_traced(x) -> bool:
 
 def is_undefined(x) -> bool:
     return isinstance(x, Undefined)
+
+
+def raise_undefined(value: Undefined) -> NoReturn:
+    """Raises the ``UndefinedVariableError`` for a use of ``value``."""
+    value._fail()
 
 
 _NUMBERS = (bool, int, float, complex)

@@ -51,13 +51,10 @@ def run(tree: gast.AST, requires: Iterable[Analysis], kinds: tuple | None = None
     requires = set(requires)
     if not requires:
         return
-    activity._memo = {}
-    try:
+    with activity.memoizing():
         for node in _functions(tree, kinds):
             activity.analyze_function(node)  # liveness and definitions build on it
             if Analysis.LIVENESS in requires:
                 liveness.analyze_function(node)
             if Analysis.DEFINITIONS in requires:
                 definitions.analyze_function(node)
-    finally:
-        activity._memo = None

@@ -13,7 +13,9 @@ Compound statements get ``Anno.BODY_SCOPE`` (and ``Anno.ORELSE_SCOPE`` for
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from typing import Iterator
 
 import gast
 
@@ -44,6 +46,17 @@ EMPTY = Scope()
 # Scopes computed during one `analysis.run`, by node id; statements repeat in
 # many questions (liveness, definitions, enclosing functions' free reads).
 _memo: dict | None = None
+
+
+@contextlib.contextmanager
+def memoizing() -> Iterator[None]:
+    """Keeps the scopes computed inside the ``with`` block, for one ``analysis.run``."""
+    global _memo
+    _memo = {}
+    try:
+        yield
+    finally:
+        _memo = None
 
 
 def memoized(fn):
@@ -129,7 +142,7 @@ class _Collector:
             self.visit(d)
         inner = _Collector()
         inner.visit(node.body)
-        params = _param_names(node.args)
+        params = param_names(node.args)
         self.reads |= inner.reads - params - inner.kills
         walrus = _walrus_targets(node.body)
         self.kills |= walrus
@@ -179,7 +192,8 @@ def push_children(node, push) -> None:
             push(value)
 
 
-def _param_names(args: gast.arguments) -> set:
+def param_names(args: gast.arguments) -> set:
+    """The names of a function's parameters, ``*args`` and ``**kwargs`` included."""
     out = set()
     for a in args.posonlyargs + args.args + args.kwonlyargs:
         out.add(a.id)
@@ -207,7 +221,7 @@ def expression_scope(node) -> Scope:
 def function_free_reads(node: gast.FunctionDef) -> frozenset:
     """Names a nested function reads from enclosing scopes."""
     body = block_scope(node.body)
-    local = _param_names(node.args) | body.kills
+    local = param_names(node.args) | body.kills
     return frozenset(body.reads - local)
 
 
@@ -290,7 +304,7 @@ def function_locals(node: gast.FunctionDef) -> frozenset:
     scope = anno.get(node, Anno.BODY_SCOPE)
     if scope is None:
         scope = block_scope(node.body)
-    return (frozenset(_param_names(node.args)) | scope.kills) - declared_outer(node).keys()
+    return (frozenset(param_names(node.args)) | scope.kills) - declared_outer(node).keys()
 
 
 def declared_outer(node: gast.FunctionDef) -> dict[str, type]:

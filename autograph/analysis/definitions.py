@@ -49,5 +49,5 @@ def statement(node, defined: frozenset) -> frozenset:
 
 
 def analyze_function(node: gast.FunctionDef) -> None:
-    params = frozenset(activity._param_names(node.args))
+    params = frozenset(activity.param_names(node.args))
     block(node.body, params)
