@@ -25,7 +25,7 @@ import textwrap
 import gast
 
 from autograph import analysis, anno, checks
-from autograph.analysis import Analysis, activity
+from autograph.analysis import Analysis, activity, carried
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.converters import break_statements, continue_statements, return_statements
@@ -100,7 +100,7 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     for converter in _JUMP_PASSES:
         node = converter.transform(node, ctx)
     analysis.run(node, (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS))
-    generated = {n: _generated_role(n) for n in sorted(_identifiers(node) - user_names)}
+    generated = {n: _generated_role(n, ctx) for n in sorted(_identifiers(node) - user_names)}
     generated = {n: role for n, role in generated.items() if role}
     kept = {_key(n) for n in _walk(node) if getattr(n, _MARK, False)}
     lines = source.splitlines()
@@ -150,12 +150,14 @@ def _identifiers(node) -> set[str]:
     return out
 
 
-def _generated_role(name: str) -> str | None:
-    for prefix, jump in _JUMP_KINDS:
-        if name == prefix or name.startswith(prefix + "_"):
-            return f"flag: a `{jump}` has run"
-    if name == "retval" or name.startswith("retval_"):
+def _generated_role(name: str, ctx: Context) -> str | None:
+    """What a name the jump passes made stands for, from the roles they recorded."""
+    if name in ctx.return_values:
         return "the function's return value"
+    if name in ctx.jump_flags:
+        for prefix, jump in _JUMP_KINDS:  # the namer's base name for each kind of flag
+            if name == prefix or name.startswith(prefix + "_"):
+                return f"flag: a `{jump}` has run"
     return None
 
 
@@ -305,35 +307,18 @@ class _Describer:
         return "added by the jump lowering"
 
     def _if(self, node: gast.If, block: Block, locals_) -> None:
-        modified = (anno.get(node, Anno.BODY_SCOPE).modified
-                    | anno.get(node, Anno.ORELSE_SCOPE).modified) & locals_
-        outputs = tuple(sorted(modified & anno.get(node, Anno.LIVE_OUT)))
-        reads = anno.get(node, Anno.BODY_LIVE_IN) | anno.get(node, Anno.ORELSE_LIVE_IN)
-        needed = modified & reads
-        block.carried_in = (tuple(o for o in outputs if o in needed)
-                            + tuple(sorted(needed - set(outputs))))
-        block.carried_out = outputs
-        block.local = tuple(sorted(modified - set(outputs) - needed))
+        state = carried.branch_state(node, locals_)  # what `if_statements` lowers it with
+        block.carried_in, block.carried_out, block.local = (state.params, state.outputs,
+                                                            state.local)
+        outputs = state.outputs
         block.sets_return = any(self.generated.get(n, "").endswith("return value")
                                 for n in outputs)
 
     def _loop(self, node, block: Block, locals_) -> None:
-        extra = anno.get(node, Anno.EXTRA_TEST)
-        test_reads = _reads(extra) | (_reads(node.test) if isinstance(node, gast.While)
-                                      else frozenset())
-        modified = anno.get(node, Anno.BODY_SCOPE).modified & locals_
-        head = anno.get(node, Anno.LIVE_OUT) | anno.get(node, Anno.BODY_LIVE_IN) | test_reads
-        state = set(modified & head)
-        if isinstance(node, gast.For):
-            target = activity.expression_scope(node.target).kills
-            state |= target & anno.get(node, Anno.LIVE_OUT) & locals_
-        state = tuple(sorted(state))
-        block.carried_in = state
-        block.carried_out = tuple(n for n in state if n in anno.get(node, Anno.LIVE_OUT))
-        local = modified - set(state)
-        if isinstance(node, gast.For):
-            local -= activity.expression_scope(node.target).kills  # the target is shown apart
-        block.local = tuple(sorted(local))
+        state = carried.loop_state(node, locals_)  # what the loop converters lower it with
+        block.carried_in = state.params
+        block.carried_out = tuple(n for n in state.params if n in anno.get(node, Anno.LIVE_OUT))
+        block.local = state.local  # (a `for` target is shown apart)
         block.sets_return = any(self.generated.get(n, "").endswith("return value")
                                 for n in block.carried_out)
 
@@ -397,16 +382,18 @@ class _Describer:
         if func == "range":
             block.runtime = (
                 "a Python loop while the bounds are Python ints and the loop state holds "
-                "no traced value; once the state is traced, the remaining iterations run "
-                "as one `lax.scan` (the trip count is static); with a traced bound, as "
-                "`lax.while_loop`" + early)
+                "no traced value, and always when at most 32 iterations are left (as "
+                "`jax.jit` unrolls it, the index a Python int); once the state is traced, "
+                "more remaining iterations run as one `lax.scan` (the trip count is "
+                "static); with a traced bound, as `lax.while_loop`" + early)
         else:
             via = (f" (`{func}` of ranges and arrays stays stageable)"
                    if func in ("enumerate", "zip", "reversed") else "")
             block.runtime = (
                 f"a Python loop while neither `{it_text}` nor the loop state is traced; "
-                f"when `{it_text}` is an array{via} and it or the state is traced, the "
-                f"remaining iterations run as one `lax.scan` over its leading axis; a list, "
+                f"when `{it_text}` is an array{via} and it or the state is traced, more "
+                f"than 32 remaining iterations run as one `lax.scan` over its leading axis "
+                f"(fewer run as the Python loop `jax.jit` unrolls); a list, "
                 f"tuple, dict or other iterable always runs as a Python loop (unrolled "
                 f"under `jax.jit`)" + early)
         clauses = [self._dep_clause(it_text, self._depends(_reads(node.iter), deps))]

@@ -1,8 +1,12 @@
-"""A transformer base that knows the local names of the function it is in."""
+"""Converter bases that know the local names of the function they are in."""
 
 from __future__ import annotations
 
-from autograph.analysis import activity
+import gast
+
+from autograph import anno
+from autograph.analysis import activity, liveness
+from autograph.anno import Anno
 from autograph.context import Context
 from autograph.transformer import Converter
 
@@ -34,3 +38,63 @@ class LocalNamesTransformer(Converter):
             return self.generic_visit(node)
         finally:
             self._locals.pop()
+
+
+class FunctionScopes(Converter):
+    """A transformer that knows the local names of the function it is in."""
+
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        self._locals = []
+        self._captured = []
+
+    @property
+    def locals(self) -> frozenset:
+        return self._locals[-1]
+
+    @property
+    def captured(self) -> frozenset:
+        """Names of the current function that a user closure reads.
+
+        Generated branch and loop functions must update them in place
+        (``nonlocal``), or a closure called inside the block would see the
+        value from before it.
+        """
+        return self._captured[-1]
+
+    def visit_FunctionDef(self, node):
+        if anno.get(node, Anno.GENERATED) and self._captured:
+            # a branch or loop body works on its user function's variables, whose
+            # captured set already counts the closures defined anywhere inside it
+            captured = self._captured[-1]
+        else:
+            captured = anno.get(node, Anno.CLOSURE_READS)
+            if captured is None:
+                captured = liveness.closure_reads(node)
+        self._locals.append(activity.function_locals(node))
+        self._captured.append(captured)
+        try:
+            return self.generic_visit(node)
+        finally:
+            self._locals.pop()
+            self._captured.pop()
+
+    def generic_visit(self, node):
+        # Statements live only in blocks; expressions hold none (lambdas
+        # cannot), so only blocks are walked.
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
+                setattr(node, field, self._block(block))
+        for handler in getattr(node, "handlers", None) or ():
+            handler.body = self._block(handler.body)
+        return node
+
+    def _block(self, stmts):
+        out = []
+        for s in stmts:
+            r = self.visit(s)
+            if r is None:
+                continue
+            out.extend(r if isinstance(r, list) else [r])
+        return out

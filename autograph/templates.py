@@ -207,3 +207,49 @@ class _Filler(gast.NodeTransformer):
                 raise TypeError(f"placeholder {node.id} is assigned to; it needs a name")
             return value
         raise TypeError(f"placeholder {node.id} stands for an expression; got {value!r}")
+
+
+# Pieces every block converter (`if`, `while`, `for`) emits.
+
+def state_init(names, defined, origin) -> gast.expr:
+    """The tuple of current values of ``names``; unbound ones as ``ag__.Undefined``."""
+    elts = []
+    for n in names:
+        if n in defined:
+            elts.append(name(n))
+        else:
+            elts.append(_UNDEFINED.substitute_expr(origin, NAME=literal(n)))
+    node = gast.Tuple(elts=elts, ctx=gast.Load())
+    set_location(node, origin)
+    return node
+
+
+_UNDEFINED = Template("ag__.Undefined(NAME)")
+
+
+def shared_cells(names, copies=None, origin=None) -> list[gast.stmt]:
+    """``nonlocal`` for ``names`` (and ``name = copy`` for those passed in as copies)."""
+    if not names:
+        return []
+    stmts = [gast.Nonlocal(names=list(names))]
+    for cell, copy in (copies or {}).items():
+        stmts.append(gast.Assign(targets=[name(cell, gast.Store())],
+                                 value=name(copy), type_comment=None))
+    for stmt in stmts:
+        set_location(stmt, origin)
+    return stmts
+
+
+def mark_generated(stmts):
+    """Marks the functions among ``stmts`` as made by a converter (see liveness)."""
+    for s in stmts:
+        if isinstance(s, gast.FunctionDef):
+            anno.set(s, anno.Anno.GENERATED, True)
+    return stmts
+
+
+def cell_params(state, captured, namer, origin):
+    """Loop function parameters; captured names arrive as copies put into their cells."""
+    copies = {n: namer.new(n) for n in state if n in captured}
+    params = tuple(copies.get(n, n) for n in state)
+    return params, shared_cells(tuple(copies), {n: copies[n] for n in copies}, origin)

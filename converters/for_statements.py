@@ -20,12 +20,11 @@ from __future__ import annotations
 import gast
 
 from autograph import anno, templates
-from autograph.analysis import Analysis, activity
+from autograph.analysis import Analysis, activity, carried
 from autograph.anno import Anno
 from autograph.context import Context
-
-from .if_statements import FunctionScopes, mark_generated, shared_cells, state_init
-from .while_statements import carried, cell_params
+from autograph.scopes import FunctionScopes
+from autograph.templates import cell_params, mark_generated, shared_cells, state_init
 
 NODES = (gast.For,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -63,12 +62,9 @@ class Lowering(FunctionScopes):
         node.body = self._block(node.body)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
         extra = anno.get(node, Anno.EXTRA_TEST)
-        extra_reads = activity.expression_scope(extra).reads
-        state = carried(node, self.locals, extra_reads)
+        # (with the target, when it is live after the loop: Python keeps its last value)
+        state = carried.loop_state(node, self.locals).params
         target_names = activity.expression_scope(node.target).kills
-        # Python keeps the last value of the target after the loop
-        target_live = target_names & anno.get(node, Anno.LIVE_OUT) & self.locals
-        state = tuple(sorted(set(state) | target_live))
         namer = self.ctx.namer
         body = node.body
         captured_target = sorted((target_names & self.captured) - set(state))

@@ -34,11 +34,11 @@ from __future__ import annotations
 import gast
 
 from autograph import anno, templates
-from autograph.analysis import Analysis, activity
+from autograph.analysis import Analysis, carried
 from autograph.anno import Anno
 from autograph.context import Context
-
-from .if_statements import FunctionScopes, mark_generated, shared_cells, state_init
+from autograph.scopes import FunctionScopes
+from autograph.templates import cell_params, mark_generated, state_init
 
 NODES = (gast.While,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -165,25 +165,12 @@ def loop_options(body: list[gast.stmt]):
     return body, None
 
 
-def carried(node, locals_: frozenset, extra_reads=frozenset()) -> tuple[str, ...]:
-    modified = anno.get(node, Anno.BODY_SCOPE).modified & locals_
-    head = anno.get(node, Anno.LIVE_OUT) | anno.get(node, Anno.BODY_LIVE_IN) | extra_reads
-    return tuple(sorted(modified & head))
-
-
-def cell_params(state, captured, namer, origin):
-    """Loop function parameters; captured names arrive as copies put into their cells."""
-    copies = {n: namer.new(n) for n in state if n in captured}
-    params = tuple(copies.get(n, n) for n in state)
-    return params, shared_cells(tuple(copies), {n: copies[n] for n in copies}, origin)
-
-
 class Lowering(FunctionScopes):
     def visit_While(self, node: gast.While):
         node.body = self._block(node.body)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
         body, opts = loop_options(node.body)
-        state = carried(node, self.locals, activity.expression_scope(node.test).reads)
+        state = carried.loop_state(node, self.locals).params
         namer = self.ctx.namer
         test_fn, body_fn = namer.new("loop_test"), namer.new("loop_body")
         params, shared = cell_params(state, self.captured, namer, node)
