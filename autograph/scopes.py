@@ -93,6 +93,9 @@ class FunctionScopes(Converter):
     def _block(self, stmts):
         out = []
         for s in stmts:
+            flag = anno.get(s, Anno.FLAG_SET)
+            if flag is not None and flag not in anno.get(s, Anno.LIVE_OUT, (flag,)):
+                continue  # a jump flag set where nothing reads it any more
             r = self.visit(s)
             if r is None:
                 continue

@@ -10,7 +10,7 @@ import pytest
 import autograph
 from autograph import errors
 from autograph.converters import return_statements
-from tests.helpers import assert_golden, check_equivalent
+from tests.helpers import assert_golden, check_equivalent, converted
 
 F32 = np.float32
 
@@ -25,6 +25,20 @@ def _where(fn, snippet):
 
 # ---------------------------------------------------------------------------
 # Golden output
+
+
+def test_return_after_a_loop_sets_no_dead_flag():
+    # after the loop nothing reads `did_return`: the last `return` sets only the value
+    out = converted("""
+        def g(xs):
+            for x in xs:
+                if x > 3:
+                    return x
+            return 0.0
+    """)
+    assert out.count("did_return = True") == 1, out
+    after_loop = out[out.index("def if_true_1"):]
+    assert "did_return =" not in after_loop, out
 
 
 def test_golden_docstring_example_return_pass_alone():
