@@ -103,7 +103,7 @@ class Lowering(FunctionScopes):
                                 SHARED=test_shared or [gast.Pass()])
         if not test_shared:
             test[0].body = test[0].body[1:]
-        stmts += mark_generated(test)
+        stmts = mark_generated(test) + stmts  # the test first, as for `while`
         return stmts + _CALL_TEST.substitute(node, TEST_FN=test_fn, **common)
 
 

@@ -132,6 +132,8 @@ def test_golden_for_break_uses_extra_test_and_does_not_carry_temporaries():
         def f(xs):
             s = 0.0
             did_break = False
+            def loop_test(did_break, s):
+                return ag__.not_(did_break)
             def loop_body(x, did_break, s):
                 t = x * x
                 def if_true(did_break, s):
@@ -142,8 +144,6 @@ def test_golden_for_break_uses_extra_test_and_does_not_carry_temporaries():
                     return (did_break, s)
                 (did_break, s) = ag__.if_stmt(t > 4.0, if_true, if_false, (did_break, s), names=('did_break', 's'))
                 return (did_break, s)
-            def loop_test(did_break, s):
-                return ag__.not_(did_break)
             (did_break, s) = ag__.for_stmt(xs, loop_body, (did_break, s), names=('did_break', 's'), extra_test=loop_test)
             return s
     """)
