@@ -382,7 +382,7 @@ class _Describer:
         if func == "range":
             block.runtime = (
                 "a Python loop while the bounds are Python ints and the loop state holds "
-                "no traced value, and always when at most 32 iterations are left (as "
+                "no traced value, and always when at most 16 iterations are left (as "
                 "`jax.jit` unrolls it, the index a Python int); once the state is traced, "
                 "more remaining iterations run as one `lax.scan` (the trip count is "
                 "static); with a traced bound, as `lax.while_loop`" + early)
@@ -392,7 +392,7 @@ class _Describer:
             block.runtime = (
                 f"a Python loop while neither `{it_text}` nor the loop state is traced; "
                 f"when `{it_text}` is an array{via} and it or the state is traced, more "
-                f"than 32 remaining iterations run as one `lax.scan` over its leading axis "
+                f"than 16 remaining iterations run as one `lax.scan` over its leading axis "
                 f"(fewer run as the Python loop `jax.jit` unrolls); a list, "
                 f"tuple, dict or other iterable always runs as a Python loop (unrolled "
                 f"under `jax.jit`)" + early)

@@ -59,13 +59,16 @@ class Lowering(FunctionScopes):
         return node
 
     def visit_For(self, node: gast.For):
+        # names are handed out before the body is lowered: outer loops first
+        namer = self.ctx.namer
+        test_fn = namer.new("loop_test") if anno.get(node, Anno.EXTRA_TEST) is not None else None
+        body_fn = namer.new("loop_body")
         node.body = self._block(node.body)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
         extra = anno.get(node, Anno.EXTRA_TEST)
         # (with the target, when it is live after the loop: Python keeps its last value)
         state = carried.loop_state(node, self.locals).params
         target_names = activity.expression_scope(node.target).kills
-        namer = self.ctx.namer
         body = node.body
         captured_target = sorted((target_names & self.captured) - set(state))
         if (isinstance(node.target, gast.Name) and node.target.id not in state
@@ -84,7 +87,6 @@ class Lowering(FunctionScopes):
             else:
                 shared = shared_cells(captured_target, origin=node)
         body = shared + body
-        body_fn = namer.new("loop_body")
         stmts = mark_generated(
             _BODY.substitute(node, BODY_FN=body_fn, ITER=iterate, PARAMS=params, STATE=state,
                              BODY=body))
@@ -97,7 +99,6 @@ class Lowering(FunctionScopes):
                       NAMES=templates.literal(state))
         if extra is None:
             return stmts + _CALL.substitute(node, **common)
-        test_fn = namer.new("loop_test")
         test_params, test_shared = cell_params(state, self.captured, namer, node)
         test = _TEST.substitute(node, TEST_FN=test_fn, PARAMS=test_params, TEST=extra,
                                 SHARED=test_shared or [gast.Pass()])

@@ -45,6 +45,9 @@ _CALL_NO_OUTPUTS = templates.Template("ag__.if_stmt(TEST, TRUE_FN, FALSE_FN, INI
 
 class Lowering(FunctionScopes):
     def visit_If(self, node: gast.If):
+        # names are handed out before the branches are lowered: outer blocks first
+        true_fn = self.ctx.namer.new("if_true")
+        false_fn = self.ctx.namer.new("if_false") if node.orelse else None
         node.body = self._block(node.body)
         node.orelse = self._block(node.orelse)
         state = carried.branch_state(node, self.locals)
@@ -57,12 +60,11 @@ class Lowering(FunctionScopes):
         copies = {n: namer.new(n) for n in captured}
         params = tuple(p for p in params if p not in captured) + captured
         param_names = tuple(copies.get(p, p) for p in params)
-        true_fn = namer.new("if_true")
         stmts = _BRANCH.substitute(node, NAME=true_fn, PARAMS=param_names,
                                    BODY=shared_cells(captured, copies, node) + node.body,
                                    OUTPUTS=outputs)
         if node.orelse or captured:
-            false_fn = namer.new("if_false")
+            false_fn = false_fn or namer.new("if_false")
             stmts += _BRANCH.substitute(node, NAME=false_fn, PARAMS=param_names,
                                         BODY=shared_cells(captured, copies, node) + node.orelse,
                                         OUTPUTS=outputs)

@@ -167,12 +167,13 @@ def loop_options(body: list[gast.stmt]):
 
 class Lowering(FunctionScopes):
     def visit_While(self, node: gast.While):
+        # names are handed out before the body is lowered: outer loops first
+        test_fn, body_fn = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
         node.body = self._block(node.body)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
         body, opts = loop_options(node.body)
         state = carried.loop_state(node, self.locals).params
         namer = self.ctx.namer
-        test_fn, body_fn = namer.new("loop_test"), namer.new("loop_body")
         params, shared = cell_params(state, self.captured, namer, node)
         stmts = mark_generated(_FUNCS.substitute(
             node, TEST_FN=test_fn, BODY_FN=body_fn, PARAMS=params, STATE=state, TEST=node.test,

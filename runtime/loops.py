@@ -306,7 +306,7 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
 # unrolls: its index and the Python numbers it carries keep Python's meaning
 # (exact integers, `f"{i}"`, `isinstance(i, int)`, shapes and slices), and
 # compiling so few copies of the body costs less than the staged loop saves.
-PYTHON_TRIPS = 32
+PYTHON_TRIPS = 16
 
 # A body that needs its loop index as a Python value (`layers[i]`, `range(i)`)
 # cannot be traced with a traced index; such loops run unrolled instead.

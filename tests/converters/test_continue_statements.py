@@ -108,16 +108,16 @@ def test_golden_flag_and_temporaries_are_not_carried():
             def loop_body(x, total):
                 did_continue = False
                 t = x * x
-                def if_true_1(did_continue, total):
-                    def if_true(did_continue, total):
+                def if_true(did_continue, total):
+                    def if_true_1(did_continue, total):
                         did_continue = True
                         return (did_continue, total)
                     def if_false(did_continue, total):
                         total = total + 1.0
                         return (did_continue, total)
-                    (did_continue, total) = ag__.if_stmt(t > 25.0, if_true, if_false, (did_continue, total), names=('did_continue', 'total'))
+                    (did_continue, total) = ag__.if_stmt(t > 25.0, if_true_1, if_false, (did_continue, total), names=('did_continue', 'total'))
                     return (did_continue, total)
-                (did_continue, total) = ag__.if_stmt(x > 0, if_true_1, None, (did_continue, total), names=('did_continue', 'total'))
+                (did_continue, total) = ag__.if_stmt(x > 0, if_true, None, (did_continue, total), names=('did_continue', 'total'))
                 def if_true_2(total):
                     total = total + t
                     return (total,)

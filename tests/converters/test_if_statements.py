@@ -110,19 +110,19 @@ def test_golden_elif_chain_nests_in_false_branch():
             return y
     """, """
         def f(x):
-            def if_true_1():
+            def if_true():
                 y = 1.0
                 return (y,)
-            def if_false_1():
-                def if_true():
+            def if_false():
+                def if_true_1():
                     y = 2.0
                     return (y,)
-                def if_false():
+                def if_false_1():
                     y = 3.0
                     return (y,)
-                (y,) = ag__.if_stmt(x > 0, if_true, if_false, (), names=('y',))
+                (y,) = ag__.if_stmt(x > 0, if_true_1, if_false_1, (), names=('y',))
                 return (y,)
-            (y,) = ag__.if_stmt(x > 1, if_true_1, if_false_1, (), names=('y',))
+            (y,) = ag__.if_stmt(x > 1, if_true, if_false, (), names=('y',))
             return y
     """)
 
@@ -140,19 +140,19 @@ def test_golden_nested_ifs():
             return y
     """, """
         def f(x, z):
-            def if_true_1():
-                def if_true():
+            def if_true():
+                def if_true_1():
                     y = x
                     return (y,)
-                def if_false():
+                def if_false_1():
                     y = z
                     return (y,)
-                (y,) = ag__.if_stmt(z > 0, if_true, if_false, (), names=('y',))
+                (y,) = ag__.if_stmt(z > 0, if_true_1, if_false_1, (), names=('y',))
                 return (y,)
-            def if_false_1():
+            def if_false():
                 y = -x
                 return (y,)
-            (y,) = ag__.if_stmt(x > 0, if_true_1, if_false_1, (), names=('y',))
+            (y,) = ag__.if_stmt(x > 0, if_true, if_false, (), names=('y',))
             return y
     """)
 

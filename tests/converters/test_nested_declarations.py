@@ -39,15 +39,15 @@ def test_golden_full_pipeline_declares_in_the_generated_function():
     """, """
         def f(x):
             global calls
-            def if_true_1():
-                def if_true():
+            def if_true():
+                def if_true_1():
                     global calls
                     ag__.outer_assigned('calls', '`if`')
                     calls = 5
                     return ()
-                ag__.if_stmt(x > 1, if_true, None, (), names=())
+                ag__.if_stmt(x > 1, if_true_1, None, (), names=())
                 return ()
-            ag__.if_stmt(x > 0, if_true_1, None, (), names=())
+            ag__.if_stmt(x > 0, if_true, None, (), names=())
             return x
     """)
 

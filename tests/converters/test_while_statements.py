@@ -118,20 +118,20 @@ def test_golden_nested_inner_counter_not_carried_by_outer():
     """, """
         def f(x, n):
             i = 0
-            def loop_test_1(i, x):
+            def loop_test(i, x):
                 return i < n
-            def loop_body_1(i, x):
+            def loop_body(i, x):
                 j = 0
-                def loop_test(j, x):
+                def loop_test_1(j, x):
                     return j < i
-                def loop_body(j, x):
+                def loop_body_1(j, x):
                     x = x + j
                     j = j + 1
                     return (j, x)
-                (j, x) = ag__.while_stmt(loop_test, loop_body, (j, x), names=('j', 'x'), bound=('j', '<', lambda: i, 1))
+                (j, x) = ag__.while_stmt(loop_test_1, loop_body_1, (j, x), names=('j', 'x'), bound=('j', '<', lambda: i, 1))
                 i = i + 1
                 return (i, x)
-            (i, x) = ag__.while_stmt(loop_test_1, loop_body_1, (i, x), names=('i', 'x'), bound=('i', '<', lambda: n, 1))
+            (i, x) = ag__.while_stmt(loop_test, loop_body, (i, x), names=('i', 'x'), bound=('i', '<', lambda: n, 1))
             return x
     """)
 
