@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple, Union
+
 import jax
 import jax.extend.core as jax_core
 import jax.numpy as jnp
@@ -101,6 +103,24 @@ def _run(fn, init, n):
     return out
 
 
+class StaticSpec(NamedTuple):
+    """A leaf that stays a Python value (the same on both branches): not staged."""
+
+    value: Any
+
+
+# How a staged `if` passes on one leaf of an output: as an array of this
+# `st.Aval` (cast to it on each branch), or as the Python value itself.
+LeafSpec = Union[st.Aval, StaticSpec]
+
+
+class NameSpec(NamedTuple):
+    """How a staged `if` passes on one output: its treedef and a spec per leaf."""
+
+    treedef: Any
+    leaves: list[LeafSpec]
+
+
 class _Record:
     """What one traced branch returned: per name, a treedef and its leaves."""
 
@@ -108,34 +128,28 @@ class _Record:
         self.values = values
         self.flat = [st.flatten(v) for v in values]
 
-    def signature(self):
-        sig = []
-        for treedef, leaves in self.flat:
-            leaf_sig = []
-            for leaf in leaves:
-                if st.is_array(leaf):
-                    leaf_sig.append(("a",) + st.aval_of(leaf))
-                else:
-                    leaf_sig.append(("s", leaf))
-            sig.append((treedef, leaf_sig))
-        return sig
+    def signature(self) -> list[NameSpec]:
+        """The branch's outputs as specs: arrays by aval, anything else by value."""
+        return [NameSpec(treedef, [st.aval_of(leaf) if st.is_array(leaf) else StaticSpec(leaf)
+                                   for leaf in leaves])
+                for treedef, leaves in self.flat]
 
     def arrays(self):
         return [leaf for _, leaves in self.flat for leaf in leaves if st.is_array(leaf)]
 
 
-def _same(sig_a, sig_b) -> bool:
+def _same(sig_a: list[NameSpec], sig_b: list[NameSpec]) -> bool:
     if len(sig_a) != len(sig_b):
         return False
     for (ta, la), (tb, lb) in zip(sig_a, sig_b):
         if ta != tb or len(la) != len(lb):
             return False
         for a, b in zip(la, lb):
-            if a[0] != b[0]:
+            if type(a) is not type(b):
                 return False
-            if a[0] == "a" and a[1:3] != b[1:3]:  # weak types may differ
-                return False
-            if a[0] == "s" and not st.same_static(a[1], b[1]):
+            if isinstance(a, st.Aval) and (a.shape, a.dtype) != (b.shape, b.dtype):
+                return False  # weak types may differ
+            if isinstance(a, StaticSpec) and not st.same_static(a.value, b.value):
                 return False
     return True
 
@@ -220,8 +234,8 @@ def _replay(closed):
 
 def _strong_where_either(arrays, sig_t, sig_f):
     """A weakly typed output stays weak only if it is weak on both branches."""
-    weak = [a[3] and b[3] for (_, lt), (_, lf) in zip(sig_t, sig_f)
-            for a, b in zip(lt, lf) if a[0] == "a"]
+    weak = [a.weak and b.weak for (_, lt), (_, lf) in zip(sig_t, sig_f)
+            for a, b in zip(lt, lf) if isinstance(a, st.Aval)]
     return [x if w or not getattr(x, "weak_type", False) else st.convert(x, x.dtype, False)
             for x, w in zip(arrays, weak)]
 
@@ -261,7 +275,8 @@ def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key
     other = records[other_key]  # `_staged` traced both branches
     if isinstance(other, _Raised):
         raise error  # both branches raise: Python would raise either way
-    spec = [(treedef, [_leaf_spec_alone(x) for x in leaves]) for treedef, leaves in other.flat]
+    spec = [NameSpec(treedef, [_leaf_spec_alone(x) for x in leaves])
+            for treedef, leaves in other.flat]
 
     raising_fn = true_fn if raised_key == "t" else false_fn
 
@@ -278,8 +293,8 @@ def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key
         fields = [leaf for a in err.args if isinstance(a, FString) for leaf in a.fields]
         taken = branch_guard(pred if raised_key == "t" else jnp.logical_not(pred))
         jax.debug.callback(_raise_at_run_time(err), taken, *fields, ordered=True)
-        return [jnp.zeros(s[1], s[2]) for _, leaf_specs in spec for s in leaf_specs
-                if s[0] == "array"]
+        return [jnp.zeros(s.shape, s.dtype) for _, leaf_specs in spec for s in leaf_specs
+                if isinstance(s, st.Aval)]
 
     def working():
         return _cast(_run(other_fn, init, len(names)), spec)
@@ -299,8 +314,6 @@ def _rebuild_like(rec, arrays):
     return tuple(out)
 
 
-# A merged spec, per name: (treedef, [("array", shape, dtype, weak) | ("static", value)]),
-# plus which branch (if any) leaves the return value undefined.
 
 _RETURN_VALUE = "the return value"
 
@@ -315,7 +328,8 @@ def _jumped(record: _Record, names, exits) -> bool:
     return any(record.values[names.index(e)] is True for e in exits)
 
 
-def _merge(t: _Record, f: _Record, names, exits=(), returns=()):
+def _merge(t: _Record, f: _Record, names, exits=(), returns=()) -> list[NameSpec]:
+    """One spec per output that both branches' outputs can be cast to."""
     spec = []
     # in messages, the function's return value is named by its role, not its name
     labels = [_RETURN_VALUE if n in returns else n for n in names]
@@ -325,9 +339,9 @@ def _merge(t: _Record, f: _Record, names, exits=(), returns=()):
         if isinstance(vt, UndefinedReturn) or isinstance(vf, UndefinedReturn) or unread:
             defined = (tf, lf) if is_undefined(vt) else (tt, lt)
             if is_undefined(vt) and is_undefined(vf):
-                spec.append((tt, [("static", vt)]))
+                spec.append(NameSpec(tt, [StaticSpec(vt)]))
                 continue
-            spec.append((defined[0], [_leaf_spec_alone(x) for x in defined[1]]))
+            spec.append(NameSpec(defined[0], [_leaf_spec_alone(x) for x in defined[1]]))
             continue
         if is_undefined(vt) or is_undefined(vf):
             missing = "true" if is_undefined(vt) else "false"
@@ -343,33 +357,33 @@ def _merge(t: _Record, f: _Record, names, exits=(), returns=()):
         leaves = []
         for a, b in zip(lt, lf):
             leaves.append(_leaf_spec(name, a, b))
-        spec.append((tt, leaves))
+        spec.append(NameSpec(tt, leaves))
     return spec
 
 
-def _leaf_spec_alone(x):
+def _leaf_spec_alone(x) -> LeafSpec:
     if st.is_carryable(x):
-        return ("array",) + st.aval_of(x)
-    return ("static", x)
+        return st.aval_of(x)
+    return StaticSpec(x)
 
 
-def _leaf_spec(name, a, b):
+def _leaf_spec(name, a, b) -> LeafSpec:
     if st.is_carryable(a) and st.is_carryable(b):
         if is_python_number(a) and is_python_number(b) and st.same_static(a, b):
-            return ("static", a)
+            return StaticSpec(a)
         sa, sb = st.aval_of(a), st.aval_of(b)
-        if sa[0] != sb[0]:
+        if sa.shape != sb.shape:
             raise errors.BranchError(
                 "a variable must have the same shape on both branches of an array-dependent `if`",
-                observed=f"{_q(name)} has shape {sa[0]} on the true branch but shape {sb[0]} "
-                         f"on the false branch",
+                observed=f"{_q(name)} has shape {sa.shape} on the true branch but shape "
+                         f"{sb.shape} on the false branch",
                 variable=_q(name).strip("`"),
                 fix=f"give {_q(name)} one shape on both branches (e.g. with `jnp.broadcast_to` "
                     f"or `jnp.zeros_like`), or use `jnp.where` for an elementwise choice")
         dtype, weak = st.promote(sa, sb)
-        return ("array", sa[0], dtype, weak)
+        return st.Aval(sa.shape, dtype, weak)
     if not st.is_carryable(a) and not st.is_carryable(b) and st.same_static(a, b):
-        return ("static", a)
+        return StaticSpec(a)
     raise errors.BranchError(
         "a Python value must be the same on both branches of an array-dependent `if`",
         observed=f"{_q(name)} is {describe(a)} on the true branch but {describe(b)} on the "
@@ -397,25 +411,25 @@ def _structure_error(name, vt, vf):
         fix=f"give {_q(name)} the same structure (pytree, list length, None-ness) on both branches")
 
 
-def _cast(values, spec):
+def _cast(values, spec: list[NameSpec]):
     out = []
     for value, (treedef, leaf_specs) in zip(values, spec):
         if is_undefined(value):  # never read on this path (see `_merge`)
             for s in leaf_specs:
-                if s[0] == "array":
-                    out.append(jnp.zeros(s[1], s[2]))
+                if isinstance(s, st.Aval):
+                    out.append(jnp.zeros(s.shape, s.dtype))
             continue
         _, leaves = st.flatten(value)
         for leaf, s in zip(leaves, leaf_specs):
-            if s[0] == "array":
-                out.append(st.convert(st.as_array(leaf), s[2], s[3]))
+            if isinstance(s, st.Aval):
+                out.append(st.convert(st.as_array(leaf), s.dtype, s.weak))
     return out
 
 
-def _rebuild(spec, arrays):
+def _rebuild(spec: list[NameSpec], arrays):
     it = iter(arrays)
     out = []
     for treedef, leaf_specs in spec:
-        leaves = [next(it) if s[0] == "array" else s[1] for s in leaf_specs]
+        leaves = [next(it) if isinstance(s, st.Aval) else s.value for s in leaf_specs]
         out.append(jax.tree_util.tree_unflatten(treedef, leaves))
     return tuple(out)
