@@ -15,7 +15,7 @@ from autograph import errors
 from . import objects, run_time_errors
 from . import state as st
 from .conditions import condition
-from .side_effects import FString, user_raised
+from .side_effects import FString, Raised, user_raised
 from .values import (
     UndefinedReturn,
     branch_guard,
@@ -168,27 +168,43 @@ def _check_objects(snapshot):
                 f"`if` (or use `jnp.where`)")
 
 
+class _Branch:
+    """One branch of a staged `if`: its function and what tracing it gave."""
+
+    __slots__ = ("fn", "is_true", "record", "jaxpr", "raised")
+
+    def __init__(self, fn, is_true: bool):
+        self.fn, self.is_true = fn, is_true
+        self.record: _Record | None = None  # what it returned
+        self.jaxpr = None  # how it computes its arrays, to replay without its Python
+        self.raised: Exception | None = None  # a user exception (a `raise`) met tracing it
+
+    def taken(self, pred):
+        """Where this branch runs: ``pred``, or its negation for the false branch."""
+        return pred if self.is_true else jnp.logical_not(pred)
+
+
 def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
     # Each branch's Python runs exactly once, into a jaxpr; the `lax.cond` is then
     # built from the jaxprs (with casts where the branches' outputs differ in
     # dtype or Python-ness). Running a branch again would make an `elif` chain
     # cost time exponential in its length, every level tracing its branches twice.
-    records, jaxprs = {}, {}
+    true, false = _Branch(true_fn, True), _Branch(false_fn, False)
     snapshot = st.object_snapshot(init)
 
-    def trace(fn, key):
+    def trace(branch: _Branch):
         def run():
-            rec = _Record(_run(fn, init, len(names)))
+            rec = _Record(_run(branch.fn, init, len(names)))
             _check_objects(snapshot)
-            records[key] = rec
+            branch.record = rec
             return rec.arrays()
         try:
-            with staging(), taken_when(pred if key == "t" else jnp.logical_not(pred)):
-                jaxprs[key] = jax.make_jaxpr(run)()
+            with staging(), taken_when(branch.taken(pred)):
+                branch.jaxpr = jax.make_jaxpr(run)()
         except Exception as e:
             if not _deferrable(e):
                 raise
-            if user_raised(e) == "try":
+            if user_raised(e) is Raised.IN_TRY:
                 raise errors.BranchError(
                     "an exception raised in an array-dependent branch cannot be caught by "
                     "`except`",
@@ -198,32 +214,31 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
                              f"`except` can catch it",
                     fix="decide with `jnp.where` or a flag instead of raising, or make the "
                         "condition a Python value") from e
-            records[key] = _Raised(e)
+            branch.raised = e
 
-    trace(true_fn, "t")
-    trace(false_fn, "f")
-    raised = [k for k, r in records.items() if isinstance(r, _Raised)]
-    if raised:
-        return _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised[0],
-                                  records[raised[0]].error)
-    sig_t, sig_f = records["t"].signature(), records["f"].signature()
+    trace(true)
+    trace(false)
+    for branch in (true, false):
+        if branch.raised is not None:
+            other = false if branch is true else true
+            return _staged_with_raise(pred, branch, other, init, names)
+    sig_t, sig_f = true.record.signature(), false.record.signature()
     if _same(sig_t, sig_f):
         with staging():
-            arrays = lax.cond(pred, _replay(jaxprs["t"]), _replay(jaxprs["f"]))
-        return _rebuild_like(records["t"], _strong_where_either(arrays, sig_t, sig_f))
-    spec = _merge(records["t"], records["f"], names, exits, returns)
+            arrays = lax.cond(pred, _replay(true.jaxpr), _replay(false.jaxpr))
+        return _rebuild_like(true.record, _strong_where_either(arrays, sig_t, sig_f))
+    spec = _merge(true.record, false.record, names, exits, returns)
 
-    def cast(key):
-        replay = _replay(jaxprs[key])
+    def cast(branch: _Branch):
+        replay = _replay(branch.jaxpr)
 
         def run():
-            return _cast(_rebuild_like(records[key], replay()), spec)
+            return _cast(_rebuild_like(branch.record, replay()), spec)
         return run
 
     with staging():
-        arrays = lax.cond(pred, cast("t"), cast("f"))
+        arrays = lax.cond(pred, cast(true), cast(false))
     return _rebuild(spec, arrays)
-
 
 
 def _replay(closed):
@@ -240,19 +255,12 @@ def _strong_where_either(arrays, sig_t, sig_f):
             for x, w in zip(arrays, weak)]
 
 
-class _Raised:
-    """A branch whose tracing raised a user exception (e.g. a `raise` statement)."""
-
-    def __init__(self, error: Exception):
-        self.error = error
-
-
 def _deferrable(e: Exception) -> bool:
     # What the user wrote as `raise` or `assert` happens in Python only on the
     # branch that runs; every other error met while tracing a branch (JAX's,
     # a library's, a type error of the program) is about the program itself
     # and surfaces at once.
-    return user_raised(e)
+    return user_raised(e) is not None
 
 
 def _raise_at_run_time(error: Exception):
@@ -268,17 +276,13 @@ def _raise_at_run_time(error: Exception):
     return fail
 
 
-def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key, error):
+def _staged_with_raise(pred, raising: _Branch, other: _Branch, init, names):
     """``lax.cond`` where one branch raises: it raises when the program takes it."""
-    other_key = "f" if raised_key == "t" else "t"
-    other_fn = false_fn if raised_key == "t" else true_fn
-    other = records[other_key]  # `_staged` traced both branches
-    if isinstance(other, _Raised):
+    error = raising.raised
+    if other.raised is not None:  # `_staged` traced both branches
         raise error  # both branches raise: Python would raise either way
     spec = [NameSpec(treedef, [_leaf_spec_alone(x) for x in leaves])
-            for treedef, leaves in other.flat]
-
-    raising_fn = true_fn if raised_key == "t" else false_fn
+            for treedef, leaves in other.record.flat]
 
     def failing():
         err = error
@@ -286,20 +290,20 @@ def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key
             # an f-string message: raise it again in this trace, so its fields
             # are this trace's values, formatted when the program runs
             try:
-                _run(raising_fn, init, len(names))
+                _run(raising.fn, init, len(names))
             except Exception as e:  # noqa: BLE001 - the same `raise`, met again
-                if user_raised(e):
+                if user_raised(e) is not None:
                     err = e
         fields = [leaf for a in err.args if isinstance(a, FString) for leaf in a.fields]
-        taken = branch_guard(pred if raised_key == "t" else jnp.logical_not(pred))
+        taken = branch_guard(raising.taken(pred))
         jax.debug.callback(_raise_at_run_time(err), taken, *fields, ordered=True)
         return [jnp.zeros(s.shape, s.dtype) for _, leaf_specs in spec for s in leaf_specs
                 if isinstance(s, st.Aval)]
 
     def working():
-        return _cast(_run(other_fn, init, len(names)), spec)
+        return _cast(_run(other.fn, init, len(names)), spec)
 
-    branches = (failing, working) if raised_key == "t" else (working, failing)
+    branches = (failing, working) if raising.is_true else (working, failing)
     with staging():
         arrays = lax.cond(pred, *branches)
     return _rebuild(spec, arrays)

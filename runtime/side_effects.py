@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import enum
 
 import jax
 import jax.numpy as jnp
@@ -130,6 +131,13 @@ def assert_(test, message_thunk=None):
 _USER_RAISED = "__autograph_user_raised__"
 
 
+class Raised(enum.Enum):
+    """Where a user's ``raise`` (or ``assert``) ran, as marked on its exception."""
+
+    OUTSIDE_TRY = "not inside a `try` body: a staged branch may raise it at run time"
+    IN_TRY = "inside a `try` body, whose handlers may catch it: it cannot wait for run time"
+
+
 def raised(exc, in_try: bool = False):
     """The exception a user's ``raise exc`` raises, marked as the user's own.
 
@@ -142,15 +150,15 @@ def raised(exc, in_try: bool = False):
         exc = exc()
     if isinstance(exc, BaseException):
         try:
-            setattr(exc, _USER_RAISED, "try" if in_try else True)
+            setattr(exc, _USER_RAISED, Raised.IN_TRY if in_try else Raised.OUTSIDE_TRY)
         except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
             pass
     return exc
 
 
-def user_raised(e: BaseException):
-    """Whether ``e`` was raised by a ``raise`` or ``assert`` of the user's converted code.
+def user_raised(e: BaseException) -> Raised | None:
+    """Where ``e`` was raised, if by a ``raise`` or ``assert`` of the user's converted code.
 
-    ``"try"`` when it was raised inside the body of a ``try``.
+    None when it was raised by anything else (JAX, a library, a Python error).
     """
-    return e.__dict__.get(_USER_RAISED, False) if hasattr(e, "__dict__") else False
+    return e.__dict__.get(_USER_RAISED) if hasattr(e, "__dict__") else None
