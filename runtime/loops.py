@@ -438,17 +438,32 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     if extra_test is not None:
         return _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists)
 
+    # `lax.scan` traces `step` with the carry as given; where a weakly typed
+    # carry comes out with another dtype, it promotes that input and traces
+    # again, and raises a TypeError if the carry's types still differ (one
+    # promotion made another carry change dtype). Then the carry is promoted
+    # to what the first step made of it (`stabilize`, as `counted_loop` does)
+    # and scanned again. Tracing a step before the scan to compare the types
+    # would trace the body twice in the common case, where nothing changes;
+    # instead each trace records its carry's types, and they tell, after a
+    # TypeError, whether it is this one (the last trace ended with types that
+    # differ) or another one, from the body or JAX, which propagates.
+    traced = []  # per trace of `step`: (carry in, carry out) avals; None if it raised
+
     def step(arrays, kx):
+        traced.append(None)
         k, x = kx
-        return one(arrays, k, x)
+        out = one(arrays, k, x)
+        traced[-1] = ([jax.typeof(a) for a in arrays], [jax.typeof(a) for a in out[0]])
+        return out
 
     try:
         with staging():
             final, grown = lax.scan(step, carry.arrays, (ks, xs))
-    except TypeError as e:
-        if "carry" not in str(e):
+    except TypeError:
+        if not traced or traced[-1] is None or _same_types(*traced[-1]):
             raise
-        stabilize(carry, jax.eval_shape(lambda a: one(a, ks[0], x0)[0], carry.arrays))
+        stabilize(carry, traced[0][1])
         with staging():
             final, grown = lax.scan(step, carry.arrays, (ks, xs))
     values = list(carry.unflatten(final, final=True))
@@ -459,6 +474,12 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
                      for k in range(n) for j in range(m)]
             values[i] = list(values[i]) + extra
     return tuple(values)
+
+
+def _same_types(avals_in, avals_out) -> bool:
+    """Whether a loop step's carry comes out with the shapes and dtypes it went in with."""
+    return len(avals_in) == len(avals_out) and all(
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_in, avals_out))
 
 
 def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):

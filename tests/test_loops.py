@@ -333,6 +333,29 @@ def test_weak_float_start_with_int_items():
     assert float(got) == float(want)
 
 
+def weak_chain(x):
+    a = b = c = 0
+    for _ in range(5):
+        c = b
+        b = a
+        a = x * 1.0
+    return a, b, c
+
+
+def test_weak_start_promoted_by_another_after_one_step(staged_small_loops, recwarn):
+    # promoting `a` (int to float) makes `b` change dtype on the next step, which
+    # `lax.scan`'s own promotion of weak inputs misses: the carry is promoted to
+    # what one step makes and the loop stays one scan
+    x = jnp.float32(2.0)
+    want = weak_chain(x)
+    jaxpr = jax.make_jaxpr(conv(weak_chain))(x)
+    assert "scan" in primitives(jaxpr)
+    got = jax.jit(conv(weak_chain))(x)
+    assert [(g.dtype, g.weak_type, float(g)) for g in got] == [
+        (w.dtype, w.weak_type, float(w)) for w in want]
+    assert not recwarn.list
+
+
 def reset_to_python_zero(x, n):
     acc = x
     i = 0
