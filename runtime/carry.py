@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from autograph import errors
 
 from . import state as st
-from .values import UndefinedReturn, describe, is_undefined
+from .values import UndefinedReturn, describe, is_undefined, raise_undefined
 
 
 class Carry:
@@ -180,16 +180,15 @@ def infer_undefined(step, values, names, loop):
                         fix="return or assign an array (or compute the Python value outside "
                             "the loop)")
             found[n] = v
+        # a variable one iteration leaves unassigned: reading it after the
+        # loop would fail, so it fails here, as that read (the first in the
+        # order JAX flattens `found`, by name)
+        for leaf in jax.tree_util.tree_leaves(found, is_leaf=is_undefined):
+            if is_undefined(leaf):
+                raise_undefined(leaf)
         return found
 
-    try:
-        shapes = jax.eval_shape(probe, carry.arrays)
-    except TypeError as e:
-        if "Undefined" in str(e):
-            name = sorted(undefined)[0]
-            raise _loop_undefined_error(
-                name, loop, "one iteration does not always assign it") from None
-        raise
+    shapes = jax.eval_shape(probe, carry.arrays)
     new = []
     for n, v in zip(names, values):
         if n in undefined:
