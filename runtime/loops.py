@@ -30,6 +30,7 @@ type, shape or structure changes across an iteration raises
 from __future__ import annotations
 
 import sys
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -55,6 +56,23 @@ from .values import (
 )
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
+
+
+class Bound(NamedTuple):
+    """A counter that bounds a `while` loop: the test holds ``name op limit()``, and
+    each iteration moves ``name`` by ``step`` (a Python int)."""
+
+    name: str
+    op: str  # "<", "<=", ">", ">=" or "!="
+    limit: Callable[[], Any]
+    step: int
+
+
+class Steps(NamedTuple):
+    """How many iterations a staged `while` loop may run."""
+
+    maximum: int | None  # None: no most-iterations count, a plain `lax.while_loop`
+    test_bounds: bool = False  # the test itself stops the loop within `maximum` steps
 
 
 def while_stmt(test, body, init, *, names, opts=None, bound=None):
@@ -88,28 +106,28 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
-            opts = dict(opts or {})
+            steps = Steps((opts or {}).get("maximum_iterations"))
+            bound = None if bound is None else Bound(*bound)
             limit = None
-            if opts.get("maximum_iterations") is None:
+            if steps.maximum is None:
                 trips = None if bound is None else _bounded_trips(bound, state, names)
                 if trips is not None:  # a `while_loop`, differentiable as the bounded form
-                    opts["maximum_iterations"], limit = trips, bound[2]()
-                    opts["test_bounds"] = True
+                    steps, limit = Steps(trips, test_bounds=True), bound.limit()
                 elif _reverse_mode(state, (test, body)):
                     _note_unbounded_under_reverse()
             lifted = objects.lift(state, (test, body), "`while` loop")
             if lifted is not None:  # Flax objects the body updates: carried, written back
                 out = lifted.finish(_staged_while(
                     lifted.wrap(test, returns_state=False), lifted.wrap(body),
-                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), opts))
+                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), steps))
             else:
-                out = _staged_while(test, body, state, names, opts)
-            if limit is not None and bound[2]() != limit:
+                out = _staged_while(test, body, state, names, steps)
+            if limit is not None and bound.limit() != limit:
                 raise errors.LoopStateError(
                     "the limit of a loop's counter must not change inside the loop",
-                    observed=f"`{bound[0]} {bound[1]} ...` bounds the loop, and its limit "
-                             f"changed from {limit} to {bound[2]()} while the body ran",
-                    variable=bound[0],
+                    observed=f"`{bound.name} {bound.op} ...` bounds the loop, and its limit "
+                             f"changed from {limit} to {bound.limit()} while the body ran",
+                    variable=bound.name,
                     fix="compute the limit before the loop, in a variable the body keeps")
             return out
         if not c:
@@ -137,7 +155,7 @@ except ImportError:  # pragma: no cover - another JAX version: no automatic boun
     _LINEARIZE_TRACER = ()
 
 
-def _bounded_trips(bound, state, names) -> int | None:
+def _bounded_trips(bound: Bound, state, names) -> int | None:
     """The most iterations a counter-bounded loop can run, or None (not Python ints)."""
     name, op, limit, step = bound
     start = state[names.index(name)]
@@ -159,15 +177,15 @@ def _bounded_trips(bound, state, names) -> int | None:
     return None
 
 
-def _staged_while(test, body, state, names, opts, loop="while"):
+def _staged_while(test, body, state, names, steps: Steps, loop="while"):
     born = [i for i, v in enumerate(state)
             if is_undefined(v) and not isinstance(v, UndefinedReturn)]
     if born:
-        return _with_defined_flag(test, body, state, names, opts, loop, born)
-    return _staged_while_defined(test, body, state, names, opts, loop)
+        return _with_defined_flag(test, body, state, names, steps, loop, born)
+    return _staged_while_defined(test, body, state, names, steps, loop)
 
 
-def _with_defined_flag(test, body, state, names, opts, loop, born):
+def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):
     """A staged loop that assigns variables first: carried with a "defined" flag.
 
     The loop may run zero times, so each such variable starts as a placeholder
@@ -185,15 +203,15 @@ def _with_defined_flag(test, body, state, names, opts, loop, born):
         return tuple(body(*s[:-1])) + (True,)
 
     out = _staged_while_defined(flagged_test, flagged_body, tuple(filled) + (False,),
-                                tuple(names) + ("<defined>",), opts, loop)
+                                tuple(names) + ("<defined>",), steps, loop)
     *values, defined = out
     for i, v in undefined.items():
         values[i] = MaybeUndefined(v, values[i], defined)
     return tuple(values)
 
 
-def _staged_while_defined(test, body, state, names, opts, loop="while"):
-    maximum = opts.get("maximum_iterations")
+def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
+    maximum = steps.maximum
     state = prepare_state(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
     carry = Carry(state, names, loop)
     lengths = {n: len(v) for n, v in zip(names, state) if isinstance(v, list)}
@@ -222,7 +240,7 @@ def _staged_while_defined(test, body, state, names, opts, loop="while"):
     with staging():
         final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
                              int(maximum), stabilize=_stabilizer(carry),
-                             test_bounds=opts.get("test_bounds", False))
+                             test_bounds=steps.test_bounds)
     return carry.unflatten(final, final=True)
 
 
@@ -522,5 +540,5 @@ def _traced_seq_for(seq: TracedSeq, body, state, names, extra_test):
         return (k + 1,) + tuple(body(seq.element(k), *s))
 
     out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
-                        ("<loop index>",) + tuple(names), {}, loop="for")
+                        ("<loop index>",) + tuple(names), Steps(None), loop="for")
     return tuple(out[1:])
