@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Union
 
 import jax
@@ -28,7 +29,10 @@ from .values import (
 )
 
 
-def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
+def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
+            false_fn: Callable[..., Sequence[Any]] | None, init: Sequence[Any], *,
+            names: Sequence[str], exits: Sequence[str] = (),
+            returns: Sequence[str] = ()) -> tuple:
     """Runs a converted `if` statement, in Python or as ``lax.cond``.
 
     The semantics are given by this Python implementation::
@@ -40,16 +44,27 @@ def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
         else:
             return init[:len(names)]
 
-    ``names`` are the variables the branches return, for error messages;
-    ``exits`` those among them that flag a lowered ``return``/``break``/
-    ``continue`` (the code after it runs only where the flag is false), and
-    ``returns`` the one that holds the function's return value (so messages
-    call it that, whatever its name). When
-    ``pred`` is traced both branches are staged as one ``lax.cond``. Each output
-    must then agree between the branches: the same pytree structure, the same
-    shapes, and the same value for Python objects such as strings. Differing
-    dtypes are promoted with JAX's rules (``jnp.result_type``, weak types
-    included), and differing Python numbers become arrays.
+    When ``pred`` is traced both branches are staged as one ``lax.cond``. Each
+    output must then agree between the branches: the same pytree structure, the
+    same shapes, and the same value for Python objects such as strings.
+    Differing dtypes are promoted with JAX's rules (``jnp.result_type``, weak
+    types included), and differing Python numbers become arrays.
+
+    Args:
+      pred: the condition: a Python value, or a traced scalar.
+      true_fn: runs the true branch on ``init`` and returns the new values of
+        ``names``.
+      false_fn: the same for the false branch, or None when the `if` has no
+        `else` (the variables keep their values).
+      init: the values the branches start from: ``names`` first.
+      names: the variables the branches return, for error messages.
+      exits: those among ``names`` that flag a lowered ``return``/``break``/
+        ``continue`` (the code after it runs only where the flag is false).
+      returns: the one among ``names`` that holds the function's return value
+        (so messages call it that, whatever its name).
+
+    Returns:
+      The values of ``names`` after the `if`, as a tuple.
 
     Raises:
       ConditionError: ``pred`` is traced and not a single value.
@@ -74,8 +89,24 @@ def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
     return _staged(c, true_fn, false_fn, init, names, tuple(exits), tuple(returns))
 
 
-def if_exp(pred, true_thunk, false_thunk):
-    """Runs ``true_thunk() if pred else false_thunk()``, staged when ``pred`` is traced."""
+def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any]) -> Any:
+    """Runs a conditional expression, in Python or as ``lax.cond``.
+
+    The semantics are given by this Python implementation::
+
+        return true_thunk() if pred else false_thunk()
+
+    When ``pred`` is traced both values are staged as one ``lax.cond``, under
+    the rules of :func:`if_stmt` for one output.
+
+    Args:
+      pred: the condition: a Python value, or a traced scalar.
+      true_thunk: computes the value where ``pred`` holds.
+      false_thunk: computes the value where it does not.
+
+    Returns:
+      The chosen value.
+    """
     c = condition(pred, "a conditional expression")
     if not is_traced(c):
         return true_thunk() if c else false_thunk()

@@ -30,7 +30,8 @@ type, shape or structure changes across an iteration raises
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -75,7 +76,10 @@ class Steps(NamedTuple):
     test_bounds: bool = False  # the test itself stops the loop within `maximum` steps
 
 
-def while_stmt(test, body, init, *, names, opts=None, bound=None):
+def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
+               init: Sequence[Any], *, names: Sequence[str],
+               opts: Mapping[str, Any] | None = None,
+               bound: tuple[str, str, Callable[[], Any], int] | None = None) -> tuple:
     """Runs a converted `while` loop, in Python or as ``lax.while_loop``.
 
     The semantics are given by this Python implementation::
@@ -100,6 +104,22 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
     differentiates in reverse mode as a bounded ``lax.scan``
     (:func:`runtime.bounded.counted_loop`); any other staged loop is a
     ``lax.while_loop``, which reverse mode cannot differentiate.
+
+    Args:
+      test: the loop's condition, evaluated on the state.
+      body: runs one iteration on the state and returns the new state.
+      init: the state before the loop: the values of ``names``.
+      names: the loop's variables, for error messages.
+      opts: ``{'maximum_iterations': N}`` from ``autograph.set_loop_options``.
+      bound: the counter that bounds the loop, as a ``Bound``'s fields.
+
+    Returns:
+      The state after the loop, as a tuple.
+
+    Raises:
+      ConditionError: the condition is traced and not a single value.
+      LoopStateError: a variable of a staged loop changes its type, shape or
+        structure, or the limit of ``bound`` changes while the body runs.
     """
     state = tuple(init)
     names = tuple(names)
@@ -255,7 +275,9 @@ def _stabilizer(carry):
 # for
 
 
-def for_stmt(iterable, body, init, *, names, extra_test=None):
+def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
+             init: Sequence[Any], *, names: Sequence[str],
+             extra_test: Callable[..., Any] | None = None) -> tuple:
     """Runs a converted `for` loop, in Python or staged.
 
     The semantics are given by this Python implementation::
@@ -278,6 +300,24 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
     time does not grow with the trip count and reverse-mode ``jax.grad``
     works. A ``range`` with traced bounds runs as
     ``lax.while_loop``. Any other iterable is iterated in Python.
+
+    Args:
+      iterable: what the loop iterates: a Python iterable, an array (along
+        its leading axis), or what ``range_``, ``enumerate_``, ``zip_`` and
+        ``reversed_`` return.
+      body: runs one iteration on the item and the state and returns the new
+        state.
+      init: the state before the loop: the values of ``names``.
+      names: the loop's variables, for error messages.
+      extra_test: whether the loop goes on, evaluated on the state before each
+        iteration; None when the body has no ``break`` or ``return``.
+
+    Returns:
+      The state after the loop, as a tuple.
+
+    Raises:
+      LoopStateError: a variable of a staged loop changes its type, shape or
+        structure.
     """
     state = tuple(init)
     names = tuple(names)
