@@ -36,7 +36,7 @@ import sys
 import threading
 import types
 import weakref
-from typing import Callable
+from typing import Any, Callable
 
 from autograph import errors
 
@@ -168,8 +168,29 @@ RECURSION_LIMIT = 24
 _active = threading.local()
 
 
-def converted_call(f, *args, **kwargs):
-    """Calls ``f(*args, **kwargs)``, converting ``f`` first when it is user code."""
+def converted_call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Calls ``f(*args, **kwargs)``, converting ``f`` first when it is user code.
+
+    The semantics are given by this Python implementation::
+
+        return f(*args, **kwargs)
+
+    What runs in place of ``f`` is chosen by its type (the module docstring's
+    table). Inside a staged branch or loop body, a function may be active in
+    its own staged code at most ``RECURSION_LIMIT`` levels deep.
+
+    Args:
+      f: the callee.
+      *args: its positional arguments.
+      **kwargs: its keyword arguments.
+
+    Returns:
+      What the call returns.
+
+    Raises:
+      ConversionError: a recursion inside staged code goes deeper than
+        ``RECURSION_LIMIT``.
+    """
     target = resolve(f)
     if not is_staging():
         return target(*args, **kwargs)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from autograph import errors
 
 from . import state as st
-from .values import UndefinedReturn, describe, is_undefined
+from .values import UndefinedReturn, describe, is_undefined, raise_undefined
 
 
 class Carry:
@@ -106,28 +106,27 @@ class Carry:
                 observed=f"`{name}` is {describe(x_in)} before the loop but {describe(leaf)} "
                          f"after one iteration", variable=name,
                 fix=f"keep `{name}` an array in the loop body")
-        shape_in, dtype_in, weak_in = st.aval_of(x_in)
-        shape_out, dtype_out, weak_out = st.aval_of(leaf)
-        if shape_in != shape_out:
+        a_in, a_out = st.aval_of(x_in), st.aval_of(leaf)
+        if a_in.shape != a_out.shape:
             raise errors.LoopStateError(
                 f"a variable carried by a staged `{self.loop}` loop must keep its shape",
-                observed=f"`{name}` has shape {shape_in} before the loop, but shape {shape_out} "
-                         f"after one iteration", variable=name,
+                observed=f"`{name}` has shape {a_in.shape} before the loop, but shape "
+                         f"{a_out.shape} after one iteration", variable=name,
                 fix=f"give `{name}` its final shape before the loop (e.g. preallocate with "
                     f"`jnp.zeros` and write with `.at[i].set(...)`)")
-        if dtype_in != dtype_out:
-            if weak_out and not weak_in and st.promote(
-                    (shape_in, dtype_in, False), (shape_out, dtype_out, True))[0] == dtype_in:
-                return st.convert(st.as_array(leaf), dtype_in, False)  # `x = 0` on a float32 carry
-            if not weak_in:
+        if a_in.dtype != a_out.dtype:
+            if a_out.weak and not a_in.weak and st.promote(a_in, a_out)[0] == a_in.dtype:
+                # `x = 0` on a float32 carry
+                return st.convert(st.as_array(leaf), a_in.dtype, False)
+            if not a_in.weak:
                 raise errors.LoopStateError(
                     f"a variable carried by a staged `{self.loop}` loop must keep its dtype",
-                    observed=f"`{name}` is {dtype_in.name} before the loop but {dtype_out.name} "
-                             f"after one iteration; the eager result's dtype would depend on "
-                             f"the number of iterations",
+                    observed=f"`{name}` is {a_in.dtype.name} before the loop but "
+                             f"{a_out.dtype.name} after one iteration; the eager result's dtype "
+                             f"would depend on the number of iterations",
                     variable=name,
                     fix=f"cast `{name}` before the loop, e.g. `{name} = jnp.asarray({name}, "
-                        f"jnp.{dtype_out.name})`")
+                        f"jnp.{a_out.dtype.name})`")
         return st.as_array(leaf)
 
 
@@ -136,10 +135,9 @@ def stabilize(carry: Carry, step_out_avals):
     changed = False
     new = []
     for x, aval in zip(carry.arrays, step_out_avals):
-        shape, dtype, weak = st.aval_of(x)
-        if dtype != aval.dtype and weak:
-            dtype2, weak2 = st.promote((shape, dtype, weak),
-                                       (aval.shape, aval.dtype, aval.weak_type))
+        mine = st.aval_of(x)
+        if mine.dtype != aval.dtype and mine.weak:
+            dtype2, weak2 = st.promote(mine, st.Aval(aval.shape, aval.dtype, aval.weak_type))
             new.append(st.convert(x, dtype2, weak2))
             changed = True
         else:
@@ -182,16 +180,15 @@ def infer_undefined(step, values, names, loop):
                         fix="return or assign an array (or compute the Python value outside "
                             "the loop)")
             found[n] = v
+        # a variable one iteration leaves unassigned: reading it after the
+        # loop would fail, so it fails here, as that read (the first in the
+        # order JAX flattens `found`, by name)
+        for leaf in jax.tree_util.tree_leaves(found, is_leaf=is_undefined):
+            if is_undefined(leaf):
+                raise_undefined(leaf)
         return found
 
-    try:
-        shapes = jax.eval_shape(probe, carry.arrays)
-    except TypeError as e:
-        if "Undefined" in str(e):
-            name = sorted(undefined)[0]
-            raise _loop_undefined_error(
-                name, loop, "one iteration does not always assign it") from None
-        raise
+    shapes = jax.eval_shape(probe, carry.arrays)
     new = []
     for n, v in zip(names, values):
         if n in undefined:

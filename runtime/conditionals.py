@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Union
+
 import jax
 import jax.extend.core as jax_core
 import jax.numpy as jnp
@@ -13,7 +16,7 @@ from autograph import errors
 from . import objects, run_time_errors
 from . import state as st
 from .conditions import condition
-from .side_effects import FString, user_raised
+from .side_effects import FString, Raised, user_raised
 from .values import (
     UndefinedReturn,
     branch_guard,
@@ -26,7 +29,10 @@ from .values import (
 )
 
 
-def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
+def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
+            false_fn: Callable[..., Sequence[Any]] | None, init: Sequence[Any], *,
+            names: Sequence[str], exits: Sequence[str] = (),
+            returns: Sequence[str] = ()) -> tuple:
     """Runs a converted `if` statement, in Python or as ``lax.cond``.
 
     The semantics are given by this Python implementation::
@@ -38,16 +44,27 @@ def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
         else:
             return init[:len(names)]
 
-    ``names`` are the variables the branches return, for error messages;
-    ``exits`` those among them that flag a lowered ``return``/``break``/
-    ``continue`` (the code after it runs only where the flag is false), and
-    ``returns`` the one that holds the function's return value (so messages
-    call it that, whatever its name). When
-    ``pred`` is traced both branches are staged as one ``lax.cond``. Each output
-    must then agree between the branches: the same pytree structure, the same
-    shapes, and the same value for Python objects such as strings. Differing
-    dtypes are promoted with JAX's rules (``jnp.result_type``, weak types
-    included), and differing Python numbers become arrays.
+    When ``pred`` is traced both branches are staged as one ``lax.cond``. Each
+    output must then agree between the branches: the same pytree structure, the
+    same shapes, and the same value for Python objects such as strings.
+    Differing dtypes are promoted with JAX's rules (``jnp.result_type``, weak
+    types included), and differing Python numbers become arrays.
+
+    Args:
+      pred: the condition: a Python value, or a traced scalar.
+      true_fn: runs the true branch on ``init`` and returns the new values of
+        ``names``.
+      false_fn: the same for the false branch, or None when the `if` has no
+        `else` (the variables keep their values).
+      init: the values the branches start from: ``names`` first.
+      names: the variables the branches return, for error messages.
+      exits: those among ``names`` that flag a lowered ``return``/``break``/
+        ``continue`` (the code after it runs only where the flag is false).
+      returns: the one among ``names`` that holds the function's return value
+        (so messages call it that, whatever its name).
+
+    Returns:
+      The values of ``names`` after the `if`, as a tuple.
 
     Raises:
       ConditionError: ``pred`` is traced and not a single value.
@@ -72,8 +89,24 @@ def if_stmt(pred, true_fn, false_fn, init, *, names, exits=(), returns=()):
     return _staged(c, true_fn, false_fn, init, names, tuple(exits), tuple(returns))
 
 
-def if_exp(pred, true_thunk, false_thunk):
-    """Runs ``true_thunk() if pred else false_thunk()``, staged when ``pred`` is traced."""
+def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any]) -> Any:
+    """Runs a conditional expression, in Python or as ``lax.cond``.
+
+    The semantics are given by this Python implementation::
+
+        return true_thunk() if pred else false_thunk()
+
+    When ``pred`` is traced both values are staged as one ``lax.cond``, under
+    the rules of :func:`if_stmt` for one output.
+
+    Args:
+      pred: the condition: a Python value, or a traced scalar.
+      true_thunk: computes the value where ``pred`` holds.
+      false_thunk: computes the value where it does not.
+
+    Returns:
+      The chosen value.
+    """
     c = condition(pred, "a conditional expression")
     if not is_traced(c):
         return true_thunk() if c else false_thunk()
@@ -101,6 +134,24 @@ def _run(fn, init, n):
     return out
 
 
+class StaticSpec(NamedTuple):
+    """A leaf that stays a Python value (the same on both branches): not staged."""
+
+    value: Any
+
+
+# How a staged `if` passes on one leaf of an output: as an array of this
+# `st.Aval` (cast to it on each branch), or as the Python value itself.
+LeafSpec = Union[st.Aval, StaticSpec]
+
+
+class NameSpec(NamedTuple):
+    """How a staged `if` passes on one output: its treedef and a spec per leaf."""
+
+    treedef: Any
+    leaves: list[LeafSpec]
+
+
 class _Record:
     """What one traced branch returned: per name, a treedef and its leaves."""
 
@@ -108,34 +159,28 @@ class _Record:
         self.values = values
         self.flat = [st.flatten(v) for v in values]
 
-    def signature(self):
-        sig = []
-        for treedef, leaves in self.flat:
-            leaf_sig = []
-            for leaf in leaves:
-                if st.is_array(leaf):
-                    leaf_sig.append(("a",) + st.aval_of(leaf))
-                else:
-                    leaf_sig.append(("s", leaf))
-            sig.append((treedef, leaf_sig))
-        return sig
+    def signature(self) -> list[NameSpec]:
+        """The branch's outputs as specs: arrays by aval, anything else by value."""
+        return [NameSpec(treedef, [st.aval_of(leaf) if st.is_array(leaf) else StaticSpec(leaf)
+                                   for leaf in leaves])
+                for treedef, leaves in self.flat]
 
     def arrays(self):
         return [leaf for _, leaves in self.flat for leaf in leaves if st.is_array(leaf)]
 
 
-def _same(sig_a, sig_b) -> bool:
+def _same(sig_a: list[NameSpec], sig_b: list[NameSpec]) -> bool:
     if len(sig_a) != len(sig_b):
         return False
     for (ta, la), (tb, lb) in zip(sig_a, sig_b):
         if ta != tb or len(la) != len(lb):
             return False
         for a, b in zip(la, lb):
-            if a[0] != b[0]:
+            if type(a) is not type(b):
                 return False
-            if a[0] == "a" and a[1:3] != b[1:3]:  # weak types may differ
-                return False
-            if a[0] == "s" and not st.same_static(a[1], b[1]):
+            if isinstance(a, st.Aval) and (a.shape, a.dtype) != (b.shape, b.dtype):
+                return False  # weak types may differ
+            if isinstance(a, StaticSpec) and not st.same_static(a.value, b.value):
                 return False
     return True
 
@@ -154,27 +199,43 @@ def _check_objects(snapshot):
                 f"`if` (or use `jnp.where`)")
 
 
+class _Branch:
+    """One branch of a staged `if`: its function and what tracing it gave."""
+
+    __slots__ = ("fn", "is_true", "record", "jaxpr", "raised")
+
+    def __init__(self, fn, is_true: bool):
+        self.fn, self.is_true = fn, is_true
+        self.record: _Record | None = None  # what it returned
+        self.jaxpr = None  # how it computes its arrays, to replay without its Python
+        self.raised: Exception | None = None  # a user exception (a `raise`) met tracing it
+
+    def taken(self, pred):
+        """Where this branch runs: ``pred``, or its negation for the false branch."""
+        return pred if self.is_true else jnp.logical_not(pred)
+
+
 def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
     # Each branch's Python runs exactly once, into a jaxpr; the `lax.cond` is then
     # built from the jaxprs (with casts where the branches' outputs differ in
     # dtype or Python-ness). Running a branch again would make an `elif` chain
     # cost time exponential in its length, every level tracing its branches twice.
-    records, jaxprs = {}, {}
+    true, false = _Branch(true_fn, True), _Branch(false_fn, False)
     snapshot = st.object_snapshot(init)
 
-    def trace(fn, key):
+    def trace(branch: _Branch):
         def run():
-            rec = _Record(_run(fn, init, len(names)))
+            rec = _Record(_run(branch.fn, init, len(names)))
             _check_objects(snapshot)
-            records[key] = rec
+            branch.record = rec
             return rec.arrays()
         try:
-            with staging(), taken_when(pred if key == "t" else jnp.logical_not(pred)):
-                jaxprs[key] = jax.make_jaxpr(run)()
+            with staging(), taken_when(branch.taken(pred)):
+                branch.jaxpr = jax.make_jaxpr(run)()
         except Exception as e:
             if not _deferrable(e):
                 raise
-            if user_raised(e) == "try":
+            if user_raised(e) is Raised.IN_TRY:
                 raise errors.BranchError(
                     "an exception raised in an array-dependent branch cannot be caught by "
                     "`except`",
@@ -184,32 +245,31 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
                              f"`except` can catch it",
                     fix="decide with `jnp.where` or a flag instead of raising, or make the "
                         "condition a Python value") from e
-            records[key] = _Raised(e)
+            branch.raised = e
 
-    trace(true_fn, "t")
-    trace(false_fn, "f")
-    raised = [k for k, r in records.items() if isinstance(r, _Raised)]
-    if raised:
-        return _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised[0],
-                                  records[raised[0]].error)
-    sig_t, sig_f = records["t"].signature(), records["f"].signature()
+    trace(true)
+    trace(false)
+    for branch in (true, false):
+        if branch.raised is not None:
+            other = false if branch is true else true
+            return _staged_with_raise(pred, branch, other, init, names)
+    sig_t, sig_f = true.record.signature(), false.record.signature()
     if _same(sig_t, sig_f):
         with staging():
-            arrays = lax.cond(pred, _replay(jaxprs["t"]), _replay(jaxprs["f"]))
-        return _rebuild_like(records["t"], _strong_where_either(arrays, sig_t, sig_f))
-    spec = _merge(records["t"], records["f"], names, exits, returns)
+            arrays = lax.cond(pred, _replay(true.jaxpr), _replay(false.jaxpr))
+        return _rebuild_like(true.record, _strong_where_either(arrays, sig_t, sig_f))
+    spec = _merge(true.record, false.record, names, exits, returns)
 
-    def cast(key):
-        replay = _replay(jaxprs[key])
+    def cast(branch: _Branch):
+        replay = _replay(branch.jaxpr)
 
         def run():
-            return _cast(_rebuild_like(records[key], replay()), spec)
+            return _cast(_rebuild_like(branch.record, replay()), spec)
         return run
 
     with staging():
-        arrays = lax.cond(pred, cast("t"), cast("f"))
+        arrays = lax.cond(pred, cast(true), cast(false))
     return _rebuild(spec, arrays)
-
 
 
 def _replay(closed):
@@ -220,17 +280,10 @@ def _replay(closed):
 
 def _strong_where_either(arrays, sig_t, sig_f):
     """A weakly typed output stays weak only if it is weak on both branches."""
-    weak = [a[3] and b[3] for (_, lt), (_, lf) in zip(sig_t, sig_f)
-            for a, b in zip(lt, lf) if a[0] == "a"]
+    weak = [a.weak and b.weak for (_, lt), (_, lf) in zip(sig_t, sig_f)
+            for a, b in zip(lt, lf) if isinstance(a, st.Aval)]
     return [x if w or not getattr(x, "weak_type", False) else st.convert(x, x.dtype, False)
             for x, w in zip(arrays, weak)]
-
-
-class _Raised:
-    """A branch whose tracing raised a user exception (e.g. a `raise` statement)."""
-
-    def __init__(self, error: Exception):
-        self.error = error
 
 
 def _deferrable(e: Exception) -> bool:
@@ -238,7 +291,7 @@ def _deferrable(e: Exception) -> bool:
     # branch that runs; every other error met while tracing a branch (JAX's,
     # a library's, a type error of the program) is about the program itself
     # and surfaces at once.
-    return user_raised(e)
+    return user_raised(e) is not None
 
 
 def _raise_at_run_time(error: Exception):
@@ -254,16 +307,13 @@ def _raise_at_run_time(error: Exception):
     return fail
 
 
-def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key, error):
+def _staged_with_raise(pred, raising: _Branch, other: _Branch, init, names):
     """``lax.cond`` where one branch raises: it raises when the program takes it."""
-    other_key = "f" if raised_key == "t" else "t"
-    other_fn = false_fn if raised_key == "t" else true_fn
-    other = records[other_key]  # `_staged` traced both branches
-    if isinstance(other, _Raised):
+    error = raising.raised
+    if other.raised is not None:  # `_staged` traced both branches
         raise error  # both branches raise: Python would raise either way
-    spec = [(treedef, [_leaf_spec_alone(x) for x in leaves]) for treedef, leaves in other.flat]
-
-    raising_fn = true_fn if raised_key == "t" else false_fn
+    spec = [NameSpec(treedef, [_leaf_spec_alone(x) for x in leaves])
+            for treedef, leaves in other.record.flat]
 
     def failing():
         err = error
@@ -271,20 +321,20 @@ def _staged_with_raise(pred, true_fn, false_fn, init, names, records, raised_key
             # an f-string message: raise it again in this trace, so its fields
             # are this trace's values, formatted when the program runs
             try:
-                _run(raising_fn, init, len(names))
+                _run(raising.fn, init, len(names))
             except Exception as e:  # noqa: BLE001 - the same `raise`, met again
-                if user_raised(e):
+                if user_raised(e) is not None:
                     err = e
         fields = [leaf for a in err.args if isinstance(a, FString) for leaf in a.fields]
-        taken = branch_guard(pred if raised_key == "t" else jnp.logical_not(pred))
+        taken = branch_guard(raising.taken(pred))
         jax.debug.callback(_raise_at_run_time(err), taken, *fields, ordered=True)
-        return [jnp.zeros(s[1], s[2]) for _, leaf_specs in spec for s in leaf_specs
-                if s[0] == "array"]
+        return [jnp.zeros(s.shape, s.dtype) for _, leaf_specs in spec for s in leaf_specs
+                if isinstance(s, st.Aval)]
 
     def working():
-        return _cast(_run(other_fn, init, len(names)), spec)
+        return _cast(_run(other.fn, init, len(names)), spec)
 
-    branches = (failing, working) if raised_key == "t" else (working, failing)
+    branches = (failing, working) if raising.is_true else (working, failing)
     with staging():
         arrays = lax.cond(pred, *branches)
     return _rebuild(spec, arrays)
@@ -299,8 +349,6 @@ def _rebuild_like(rec, arrays):
     return tuple(out)
 
 
-# A merged spec, per name: (treedef, [("array", shape, dtype, weak) | ("static", value)]),
-# plus which branch (if any) leaves the return value undefined.
 
 _RETURN_VALUE = "the return value"
 
@@ -315,7 +363,8 @@ def _jumped(record: _Record, names, exits) -> bool:
     return any(record.values[names.index(e)] is True for e in exits)
 
 
-def _merge(t: _Record, f: _Record, names, exits=(), returns=()):
+def _merge(t: _Record, f: _Record, names, exits=(), returns=()) -> list[NameSpec]:
+    """One spec per output that both branches' outputs can be cast to."""
     spec = []
     # in messages, the function's return value is named by its role, not its name
     labels = [_RETURN_VALUE if n in returns else n for n in names]
@@ -325,9 +374,9 @@ def _merge(t: _Record, f: _Record, names, exits=(), returns=()):
         if isinstance(vt, UndefinedReturn) or isinstance(vf, UndefinedReturn) or unread:
             defined = (tf, lf) if is_undefined(vt) else (tt, lt)
             if is_undefined(vt) and is_undefined(vf):
-                spec.append((tt, [("static", vt)]))
+                spec.append(NameSpec(tt, [StaticSpec(vt)]))
                 continue
-            spec.append((defined[0], [_leaf_spec_alone(x) for x in defined[1]]))
+            spec.append(NameSpec(defined[0], [_leaf_spec_alone(x) for x in defined[1]]))
             continue
         if is_undefined(vt) or is_undefined(vf):
             missing = "true" if is_undefined(vt) else "false"
@@ -343,33 +392,33 @@ def _merge(t: _Record, f: _Record, names, exits=(), returns=()):
         leaves = []
         for a, b in zip(lt, lf):
             leaves.append(_leaf_spec(name, a, b))
-        spec.append((tt, leaves))
+        spec.append(NameSpec(tt, leaves))
     return spec
 
 
-def _leaf_spec_alone(x):
+def _leaf_spec_alone(x) -> LeafSpec:
     if st.is_carryable(x):
-        return ("array",) + st.aval_of(x)
-    return ("static", x)
+        return st.aval_of(x)
+    return StaticSpec(x)
 
 
-def _leaf_spec(name, a, b):
+def _leaf_spec(name, a, b) -> LeafSpec:
     if st.is_carryable(a) and st.is_carryable(b):
         if is_python_number(a) and is_python_number(b) and st.same_static(a, b):
-            return ("static", a)
+            return StaticSpec(a)
         sa, sb = st.aval_of(a), st.aval_of(b)
-        if sa[0] != sb[0]:
+        if sa.shape != sb.shape:
             raise errors.BranchError(
                 "a variable must have the same shape on both branches of an array-dependent `if`",
-                observed=f"{_q(name)} has shape {sa[0]} on the true branch but shape {sb[0]} "
-                         f"on the false branch",
+                observed=f"{_q(name)} has shape {sa.shape} on the true branch but shape "
+                         f"{sb.shape} on the false branch",
                 variable=_q(name).strip("`"),
                 fix=f"give {_q(name)} one shape on both branches (e.g. with `jnp.broadcast_to` "
                     f"or `jnp.zeros_like`), or use `jnp.where` for an elementwise choice")
         dtype, weak = st.promote(sa, sb)
-        return ("array", sa[0], dtype, weak)
+        return st.Aval(sa.shape, dtype, weak)
     if not st.is_carryable(a) and not st.is_carryable(b) and st.same_static(a, b):
-        return ("static", a)
+        return StaticSpec(a)
     raise errors.BranchError(
         "a Python value must be the same on both branches of an array-dependent `if`",
         observed=f"{_q(name)} is {describe(a)} on the true branch but {describe(b)} on the "
@@ -397,25 +446,25 @@ def _structure_error(name, vt, vf):
         fix=f"give {_q(name)} the same structure (pytree, list length, None-ness) on both branches")
 
 
-def _cast(values, spec):
+def _cast(values, spec: list[NameSpec]):
     out = []
     for value, (treedef, leaf_specs) in zip(values, spec):
         if is_undefined(value):  # never read on this path (see `_merge`)
             for s in leaf_specs:
-                if s[0] == "array":
-                    out.append(jnp.zeros(s[1], s[2]))
+                if isinstance(s, st.Aval):
+                    out.append(jnp.zeros(s.shape, s.dtype))
             continue
         _, leaves = st.flatten(value)
         for leaf, s in zip(leaves, leaf_specs):
-            if s[0] == "array":
-                out.append(st.convert(st.as_array(leaf), s[2], s[3]))
+            if isinstance(s, st.Aval):
+                out.append(st.convert(st.as_array(leaf), s.dtype, s.weak))
     return out
 
 
-def _rebuild(spec, arrays):
+def _rebuild(spec: list[NameSpec], arrays):
     it = iter(arrays)
     out = []
     for treedef, leaf_specs in spec:
-        leaves = [next(it) if s[0] == "array" else s[1] for s in leaf_specs]
+        leaves = [next(it) if isinstance(s, st.Aval) else s.value for s in leaf_specs]
         out.append(jax.tree_util.tree_unflatten(treedef, leaves))
     return tuple(out)

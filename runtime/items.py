@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +25,7 @@ def _is_jax_array(x) -> bool:
     return isinstance(x, (jax.Array, Tracer))
 
 
-def setitem(obj, index, value, op: str | None = None):
+def setitem(obj: Any, index: Any, value: Any, op: str | None = None) -> Any:
     """``obj[index] = value`` (or ``obj[index] op= value``); returns the updated object.
 
     The semantics are given by this Python implementation, for objects that
@@ -39,6 +40,16 @@ def setitem(obj, index, value, op: str | None = None):
     ``op``, ``obj.at[index].set(obj[index] <op> value)``, so a repeated index
     is written once, as in NumPy). A boolean mask of ``obj``'s shape with a
     scalar value is ``jnp.where(mask, value, obj)``, which also works traced.
+
+    Args:
+      obj: the container or array assigned into.
+      index: the index, slice or mask.
+      value: the value assigned.
+      op: the binary operator of an augmented assignment (``"+"`` for
+        ``+=``), or None for ``=``.
+
+    Returns:
+      ``obj`` itself, updated in place, or for a JAX array a new array.
     """
     if not _is_jax_array(obj):
         if op is not None:
@@ -53,8 +64,20 @@ def setitem(obj, index, value, op: str | None = None):
     return obj.at[index].set(value)
 
 
-def setitem_attr(obj, attr: str, index, value, op: str | None = None) -> None:
-    """``obj.attr[index] = value``: the attribute is rebound only to a new JAX array."""
+def setitem_attr(obj: Any, attr: str, index: Any, value: Any, op: str | None = None) -> None:
+    """``obj.attr[index] = value``: the attribute is rebound only to a new JAX array.
+
+    The semantics are given by this Python implementation::
+
+        getattr(obj, attr)[index] = value   # or <op>= value
+
+    Args:
+      obj: the object whose attribute is assigned into.
+      attr: the attribute's name.
+      index: the index, slice or mask.
+      value: the value assigned.
+      op: as for :func:`setitem`.
+    """
     current = getattr(obj, attr)
     new = setitem(current, index, value, op)
     if new is not current:

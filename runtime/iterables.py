@@ -10,6 +10,8 @@ static length that ``for_stmt`` can stage as one ``lax.scan``; with a traced
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -127,8 +129,23 @@ def as_seq(it):
     return None
 
 
-def range_(*args):
-    """``range(*args)``; a traced bound gives a range that ``for_stmt`` stages."""
+def range_(*args: Any) -> range | TracedRange:
+    """``range(*args)``; a traced bound gives a range that ``for_stmt`` stages.
+
+    The semantics are given by this Python implementation::
+
+        return range(*args)
+
+    Args:
+      *args: ``stop``, ``start, stop`` or ``start, stop, step``, as for
+        ``range``; ``start`` and ``stop`` may be traced ints.
+
+    Returns:
+      Python's ``range`` when no argument is traced, else a ``TracedRange``.
+
+    Raises:
+      ConditionError: ``step`` is traced.
+    """
     if not any(isinstance(a, Tracer) for a in args):
         return range(*args)  # Python's own semantics and errors (`range(2.5)`)
     if len(args) == 1:
@@ -146,8 +163,21 @@ def range_(*args):
     return TracedRange(start, stop, step)
 
 
-def enumerate_(iterable, start=0):
-    """``enumerate``; stays stageable when ``iterable`` is a range or an array."""
+def enumerate_(iterable: Iterable[Any], start: int = 0) -> Iterable[tuple[Any, Any]] | TracedSeq:
+    """``enumerate``; stays stageable when ``iterable`` is a range or an array.
+
+    The semantics are given by this Python implementation::
+
+        return enumerate(iterable, start)
+
+    Args:
+      iterable: what to enumerate.
+      start: the first index.
+
+    Returns:
+      Python's ``enumerate`` object, or, over a range or an array (also of
+      traced length), a sequence ``for_stmt`` can stage.
+    """
     if isinstance(iterable, TracedSeq):
         return TracedSeq(iterable.length, lambda k: (
             st.convert(start + k, np.int32, True), iterable.element(k)))
@@ -155,8 +185,20 @@ def enumerate_(iterable, start=0):
     return enumerate(iterable, start) if seq is None else _EnumerateSeq(seq, start)
 
 
-def zip_(*iterables):
-    """``zip``; stays stageable when every iterable is a range or an array."""
+def zip_(*iterables: Iterable[Any]) -> Iterable[tuple] | TracedSeq:
+    """``zip``; stays stageable when every iterable is a range or an array.
+
+    The semantics are given by this Python implementation::
+
+        return zip(*iterables)
+
+    Args:
+      *iterables: what to zip.
+
+    Returns:
+      Python's ``zip`` object, or, when every iterable is a range or an array
+      (also of traced length), a sequence ``for_stmt`` can stage.
+    """
     seqs = [it if isinstance(it, TracedSeq) else as_seq(it) for it in iterables]
     if any(isinstance(s, TracedSeq) for s in seqs) and all(s is not None for s in seqs):
         lengths = [s.length if isinstance(s, TracedSeq) else s.n for s in seqs]
@@ -167,8 +209,20 @@ def zip_(*iterables):
     return zip(*iterables)
 
 
-def reversed_(seq):
-    """``reversed``; stays stageable for ranges and arrays."""
+def reversed_(seq: Any) -> Any:
+    """``reversed``; stays stageable for ranges and arrays.
+
+    The semantics are given by this Python implementation::
+
+        return reversed(seq)
+
+    Args:
+      seq: what to reverse.
+
+    Returns:
+      A reversed ``range`` (also of traced bounds) or array, else Python's
+      ``reversed`` iterator.
+    """
     if isinstance(seq, TracedRange):
         last = seq.start + (seq.length - 1) * seq.step
         return TracedRange(last, last - seq.length * seq.step, -seq.step)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax.numpy as jnp
 from jax import lax
 
@@ -14,7 +17,7 @@ def _truth(x, op: str):
     return condition(x, f"`{op}`") if is_traced(x) else x
 
 
-def and_(left, right_thunk):
+def and_(left: Any, right_thunk: Callable[[], Any]) -> Any:
     """``left and right_thunk()``.
 
     The semantics are given by this Python implementation::
@@ -25,6 +28,14 @@ def and_(left, right_thunk):
     chosen with ``lax.cond`` (like ``a if c else b``): ``right`` where
     ``left`` is true, else ``left``, with JAX's type promotion. For two
     booleans this is ``jnp.logical_and``.
+
+    Args:
+      left: the left operand, a Python value or a traced scalar.
+      right_thunk: computes the right operand, which Python evaluates only
+        when ``left`` is true.
+
+    Returns:
+      The value of the expression.
     """
     c = _truth(left, "and")
     if not is_traced(c):
@@ -32,8 +43,24 @@ def and_(left, right_thunk):
     return _choose(c, right_thunk(), left)
 
 
-def or_(left, right_thunk):
-    """``left or right_thunk()``: ``left if left else right_thunk()``; see :func:`and_`."""
+def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
+    """``left or right_thunk()``.
+
+    The semantics are given by this Python implementation::
+
+        return left if left else right_thunk()
+
+    When ``left`` is traced, both sides are evaluated and the result is
+    chosen as in :func:`and_`; for two booleans this is ``jnp.logical_or``.
+
+    Args:
+      left: the left operand, a Python value or a traced scalar.
+      right_thunk: computes the right operand, which Python evaluates only
+        when ``left`` is false.
+
+    Returns:
+      The value of the expression.
+    """
     c = _truth(left, "or")
     if not is_traced(c):
         return left if c else right_thunk()
@@ -53,8 +80,19 @@ def _is_bool(x) -> bool:
     return isinstance(x, bool) or getattr(x, "dtype", None) == jnp.bool_
 
 
-def not_(x):
-    """``not x``; ``jnp.logical_not`` when ``x`` is traced."""
+def not_(x: Any) -> Any:
+    """``not x``; ``jnp.logical_not`` when ``x`` is traced.
+
+    The semantics are given by this Python implementation::
+
+        return not x
+
+    Args:
+      x: the operand, a Python value or a traced scalar.
+
+    Returns:
+      A Python bool, or a traced boolean scalar when ``x`` is traced.
+    """
     c = _truth(x, "not")
     if not is_traced(c):
         return not c

@@ -30,6 +30,8 @@ type, shape or structure changes across an iteration raises
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -57,7 +59,27 @@ from .values import (
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
 
 
-def while_stmt(test, body, init, *, names, opts=None, bound=None):
+class Bound(NamedTuple):
+    """A counter that bounds a `while` loop: the test holds ``name op limit()``, and
+    each iteration moves ``name`` by ``step`` (a Python int)."""
+
+    name: str
+    op: str  # "<", "<=", ">", ">=" or "!="
+    limit: Callable[[], Any]
+    step: int
+
+
+class Steps(NamedTuple):
+    """How many iterations a staged `while` loop may run."""
+
+    maximum: int | None  # None: no most-iterations count, a plain `lax.while_loop`
+    test_bounds: bool = False  # the test itself stops the loop within `maximum` steps
+
+
+def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
+               init: Sequence[Any], *, names: Sequence[str],
+               opts: Mapping[str, Any] | None = None,
+               bound: tuple[str, str, Callable[[], Any], int] | None = None) -> tuple:
     """Runs a converted `while` loop, in Python or as ``lax.while_loop``.
 
     The semantics are given by this Python implementation::
@@ -82,34 +104,50 @@ def while_stmt(test, body, init, *, names, opts=None, bound=None):
     differentiates in reverse mode as a bounded ``lax.scan``
     (:func:`runtime.bounded.counted_loop`); any other staged loop is a
     ``lax.while_loop``, which reverse mode cannot differentiate.
+
+    Args:
+      test: the loop's condition, evaluated on the state.
+      body: runs one iteration on the state and returns the new state.
+      init: the state before the loop: the values of ``names``.
+      names: the loop's variables, for error messages.
+      opts: ``{'maximum_iterations': N}`` from ``autograph.set_loop_options``.
+      bound: the counter that bounds the loop, as a ``Bound``'s fields.
+
+    Returns:
+      The state after the loop, as a tuple.
+
+    Raises:
+      ConditionError: the condition is traced and not a single value.
+      LoopStateError: a variable of a staged loop changes its type, shape or
+        structure, or the limit of ``bound`` changes while the body runs.
     """
     state = tuple(init)
     names = tuple(names)
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
-            opts = dict(opts or {})
+            steps = Steps((opts or {}).get("maximum_iterations"))
+            bound = None if bound is None else Bound(*bound)
             limit = None
-            if opts.get("maximum_iterations") is None:
+            if steps.maximum is None:
                 trips = None if bound is None else _bounded_trips(bound, state, names)
                 if trips is not None:  # a `while_loop`, differentiable as the bounded form
-                    opts["maximum_iterations"], limit = trips, bound[2]()
-                    opts["test_bounds"] = True
+                    steps, limit = Steps(trips, test_bounds=True), bound.limit()
                 elif _reverse_mode(state, (test, body)):
                     _note_unbounded_under_reverse()
             lifted = objects.lift(state, (test, body), "`while` loop")
             if lifted is not None:  # Flax objects the body updates: carried, written back
                 out = lifted.finish(_staged_while(
                     lifted.wrap(test, returns_state=False), lifted.wrap(body),
-                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), opts))
+                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), steps))
             else:
-                out = _staged_while(test, body, state, names, opts)
-            if limit is not None and bound[2]() != limit:
+                out = _staged_while(test, body, state, names, steps)
+            if limit is not None and bound.limit() != limit:
                 raise errors.LoopStateError(
                     "the limit of a loop's counter must not change inside the loop",
-                    observed=f"`{bound[0]} {bound[1]} ...` bounds the loop, and its limit "
-                             f"changed from {limit} to {bound[2]()} while the body ran",
-                    variable=bound[0],
+                    observed=f"`{bound.name} {bound.op} ...` bounds the loop, and its limit "
+                             f"changed from {limit} to {bound.limit()} while the body ran",
+                    variable=bound.name,
                     fix="compute the limit before the loop, in a variable the body keeps")
             return out
         if not c:
@@ -137,7 +175,7 @@ except ImportError:  # pragma: no cover - another JAX version: no automatic boun
     _LINEARIZE_TRACER = ()
 
 
-def _bounded_trips(bound, state, names) -> int | None:
+def _bounded_trips(bound: Bound, state, names) -> int | None:
     """The most iterations a counter-bounded loop can run, or None (not Python ints)."""
     name, op, limit, step = bound
     start = state[names.index(name)]
@@ -159,15 +197,15 @@ def _bounded_trips(bound, state, names) -> int | None:
     return None
 
 
-def _staged_while(test, body, state, names, opts, loop="while"):
+def _staged_while(test, body, state, names, steps: Steps, loop="while"):
     born = [i for i, v in enumerate(state)
             if is_undefined(v) and not isinstance(v, UndefinedReturn)]
     if born:
-        return _with_defined_flag(test, body, state, names, opts, loop, born)
-    return _staged_while_defined(test, body, state, names, opts, loop)
+        return _with_defined_flag(test, body, state, names, steps, loop, born)
+    return _staged_while_defined(test, body, state, names, steps, loop)
 
 
-def _with_defined_flag(test, body, state, names, opts, loop, born):
+def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):
     """A staged loop that assigns variables first: carried with a "defined" flag.
 
     The loop may run zero times, so each such variable starts as a placeholder
@@ -185,15 +223,15 @@ def _with_defined_flag(test, body, state, names, opts, loop, born):
         return tuple(body(*s[:-1])) + (True,)
 
     out = _staged_while_defined(flagged_test, flagged_body, tuple(filled) + (False,),
-                                tuple(names) + ("<defined>",), opts, loop)
+                                tuple(names) + ("<defined>",), steps, loop)
     *values, defined = out
     for i, v in undefined.items():
         values[i] = MaybeUndefined(v, values[i], defined)
     return tuple(values)
 
 
-def _staged_while_defined(test, body, state, names, opts, loop="while"):
-    maximum = opts.get("maximum_iterations")
+def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
+    maximum = steps.maximum
     state = prepare_state(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
     carry = Carry(state, names, loop)
     lengths = {n: len(v) for n, v in zip(names, state) if isinstance(v, list)}
@@ -222,7 +260,7 @@ def _staged_while_defined(test, body, state, names, opts, loop="while"):
     with staging():
         final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
                              int(maximum), stabilize=_stabilizer(carry),
-                             test_bounds=opts.get("test_bounds", False))
+                             test_bounds=steps.test_bounds)
     return carry.unflatten(final, final=True)
 
 
@@ -237,7 +275,9 @@ def _stabilizer(carry):
 # for
 
 
-def for_stmt(iterable, body, init, *, names, extra_test=None):
+def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
+             init: Sequence[Any], *, names: Sequence[str],
+             extra_test: Callable[..., Any] | None = None) -> tuple:
     """Runs a converted `for` loop, in Python or staged.
 
     The semantics are given by this Python implementation::
@@ -260,6 +300,24 @@ def for_stmt(iterable, body, init, *, names, extra_test=None):
     time does not grow with the trip count and reverse-mode ``jax.grad``
     works. A ``range`` with traced bounds runs as
     ``lax.while_loop``. Any other iterable is iterated in Python.
+
+    Args:
+      iterable: what the loop iterates: a Python iterable, an array (along
+        its leading axis), or what ``range_``, ``enumerate_``, ``zip_`` and
+        ``reversed_`` return.
+      body: runs one iteration on the item and the state and returns the new
+        state.
+      init: the state before the loop: the values of ``names``.
+      names: the loop's variables, for error messages.
+      extra_test: whether the loop goes on, evaluated on the state before each
+        iteration; None when the body has no ``break`` or ``return``.
+
+    Returns:
+      The state after the loop, as a tuple.
+
+    Raises:
+      LoopStateError: a variable of a staged loop changes its type, shape or
+        structure.
     """
     state = tuple(init)
     names = tuple(names)
@@ -438,17 +496,32 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     if extra_test is not None:
         return _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists)
 
+    # `lax.scan` traces `step` with the carry as given; where a weakly typed
+    # carry comes out with another dtype, it promotes that input and traces
+    # again, and raises a TypeError if the carry's types still differ (one
+    # promotion made another carry change dtype). Then the carry is promoted
+    # to what the first step made of it (`stabilize`, as `counted_loop` does)
+    # and scanned again. Tracing a step before the scan to compare the types
+    # would trace the body twice in the common case, where nothing changes;
+    # instead each trace records its carry's types, and they tell, after a
+    # TypeError, whether it is this one (the last trace ended with types that
+    # differ) or another one, from the body or JAX, which propagates.
+    traced = []  # per trace of `step`: (carry in, carry out) avals; None if it raised
+
     def step(arrays, kx):
+        traced.append(None)
         k, x = kx
-        return one(arrays, k, x)
+        out = one(arrays, k, x)
+        traced[-1] = ([jax.typeof(a) for a in arrays], [jax.typeof(a) for a in out[0]])
+        return out
 
     try:
         with staging():
             final, grown = lax.scan(step, carry.arrays, (ks, xs))
-    except TypeError as e:
-        if "carry" not in str(e):
+    except TypeError:
+        if not traced or traced[-1] is None or _same_types(*traced[-1]):
             raise
-        stabilize(carry, jax.eval_shape(lambda a: one(a, ks[0], x0)[0], carry.arrays))
+        stabilize(carry, traced[0][1])
         with staging():
             final, grown = lax.scan(step, carry.arrays, (ks, xs))
     values = list(carry.unflatten(final, final=True))
@@ -459,6 +532,12 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
                      for k in range(n) for j in range(m)]
             values[i] = list(values[i]) + extra
     return tuple(values)
+
+
+def _same_types(avals_in, avals_out) -> bool:
+    """Whether a loop step's carry comes out with the shapes and dtypes it went in with."""
+    return len(avals_in) == len(avals_out) and all(
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_in, avals_out))
 
 
 def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
@@ -501,5 +580,5 @@ def _traced_seq_for(seq: TracedSeq, body, state, names, extra_test):
         return (k + 1,) + tuple(body(seq.element(k), *s))
 
     out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
-                        ("<loop index>",) + tuple(names), {}, loop="for")
+                        ("<loop index>",) + tuple(names), Steps(None), loop="for")
     return tuple(out[1:])

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import enum
+from collections.abc import Callable
+from typing import IO, Any
 
 import jax
 import jax.numpy as jnp
@@ -39,19 +42,46 @@ jax.tree_util.register_pytree_node(
     FString, lambda s: (s.fields, s.fmt), lambda fmt, fields: FString(fmt, fields))
 
 
-def fstring(fmt, *fields):
-    """``fmt(*fields)``, an f-string: at once, or at run time when a field is traced."""
+def fstring(fmt: Callable[..., str], *fields: Any) -> str | FString:
+    """``fmt(*fields)``, an f-string: at once, or at run time when a field is traced.
+
+    The semantics are given by this Python implementation::
+
+        return fmt(*fields)
+
+    Args:
+      fmt: formats the f-string from the values of its fields.
+      *fields: the values of the f-string's ``{...}`` fields.
+
+    Returns:
+      The formatted string, or, when a field is traced, an ``FString`` that
+      ``print_``, ``assert_`` and staged ``raise`` format when the program runs.
+    """
     if not _has_tracer(fields):
         return fmt(*fields)
     return FString(fmt, fields)
 
 
-def print_(*values, sep: str | None = " ", end: str | None = "\n", file=None, flush=False):
+def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
+           file: IO[str] | None = None, flush: bool = False) -> None:
     """``print``; with traced arguments, prints when the program runs.
+
+    The semantics are given by this Python implementation::
+
+        print(*values, sep=sep, end=end, file=file, flush=flush)
 
     The text is what the plain-Python run prints: the same ``sep``, ``end`` and
     ``file``, each traced value shown as its concrete array. Prints are ordered
-    with each other (``jax.debug.callback(..., ordered=True)``).
+    with each other (``jax.debug.callback(..., ordered=True)``). Inside a staged
+    branch or loop body even Python values print when the program runs, once
+    per step.
+
+    Args:
+      *values: what to print.
+      sep: as for ``print``.
+      end: as for ``print``.
+      file: as for ``print``.
+      flush: as for ``print``.
     """
     if not _has_tracer(values) and not is_staging():
         return builtins.print(*values, sep=sep, end=end, file=file, flush=flush)
@@ -95,7 +125,7 @@ def _fail_if_false(ok, taken, message, *fields):
         run_time_errors.fail(AssertionError(message))
 
 
-def assert_(test, message_thunk=None):
+def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
     """``assert test, message``; on a traced ``test``, a check made at run time.
 
     The semantics are given by this Python implementation::
@@ -106,6 +136,13 @@ def assert_(test, message_thunk=None):
     When ``test`` is traced the message is formatted while tracing and the
     check runs with the program: a false condition stops it with an error
     whose text contains ``AssertionError`` and the message.
+
+    Args:
+      test: the asserted condition, a Python value or a traced scalar.
+      message_thunk: computes the message; None for a bare ``assert``.
+
+    Raises:
+      AssertionError: ``test`` is a Python value and false.
     """
     if not is_traced(test):
         if not test:
@@ -130,27 +167,45 @@ def assert_(test, message_thunk=None):
 _USER_RAISED = "__autograph_user_raised__"
 
 
-def raised(exc, in_try: bool = False):
+class Raised(enum.Enum):
+    """Where a user's ``raise`` (or ``assert``) ran, as marked on its exception."""
+
+    OUTSIDE_TRY = "not inside a `try` body: a staged branch may raise it at run time"
+    IN_TRY = "inside a `try` body, whose handlers may catch it: it cannot wait for run time"
+
+
+def raised(exc: BaseException | type[BaseException], in_try: bool = False) -> BaseException:
     """The exception a user's ``raise exc`` raises, marked as the user's own.
+
+    The semantics are given by this Python implementation::
+
+        return exc() if isinstance(exc, type) else exc
 
     A class is instantiated, as ``raise`` does. Inside a staged branch a
     marked exception is raised at run time, only when the branch is taken;
     one raised inside a ``try`` body (``in_try``), which a handler may catch,
     cannot wait for run time.
+
+    Args:
+      exc: what the ``raise`` statement names: an exception or its class.
+      in_try: whether the ``raise`` sits in the body of a ``try``.
+
+    Returns:
+      The exception to raise, marked with a ``Raised``.
     """
     if isinstance(exc, type) and issubclass(exc, BaseException):
         exc = exc()
     if isinstance(exc, BaseException):
         try:
-            setattr(exc, _USER_RAISED, "try" if in_try else True)
+            setattr(exc, _USER_RAISED, Raised.IN_TRY if in_try else Raised.OUTSIDE_TRY)
         except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
             pass
     return exc
 
 
-def user_raised(e: BaseException):
-    """Whether ``e`` was raised by a ``raise`` or ``assert`` of the user's converted code.
+def user_raised(e: BaseException) -> Raised | None:
+    """Where ``e`` was raised, if by a ``raise`` or ``assert`` of the user's converted code.
 
-    ``"try"`` when it was raised inside the body of a ``try``.
+    None when it was raised by anything else (JAX, a library, a Python error).
     """
-    return e.__dict__.get(_USER_RAISED, False) if hasattr(e, "__dict__") else False
+    return e.__dict__.get(_USER_RAISED) if hasattr(e, "__dict__") else None

@@ -10,6 +10,7 @@ the same on every path.
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,11 +43,19 @@ def _dtype(d):
     return np.dtype(d)
 
 
-def aval_of(leaf):
-    """(shape, dtype, weak_type) of a carryable leaf."""
+class Aval(NamedTuple):
+    """What staged code knows of a carryable leaf: shape, dtype and weak type."""
+
+    shape: tuple
+    dtype: Any  # a NumPy dtype, or one of JAX's extended dtypes (typed PRNG keys)
+    weak: bool  # typed like a Python scalar: promotes to the other operand's dtype
+
+
+def aval_of(leaf) -> Aval:
+    """The ``Aval`` of a carryable leaf (a Python number is a weakly typed scalar)."""
     if is_python_number(leaf):
-        return (), jnp.result_type(leaf), True
-    return tuple(np.shape(leaf)), _dtype(leaf.dtype), bool(getattr(leaf, "weak_type", False))
+        return Aval((), jnp.result_type(leaf), True)
+    return Aval(tuple(np.shape(leaf)), _dtype(leaf.dtype), bool(getattr(leaf, "weak_type", False)))
 
 
 def convert(x, dtype, weak: bool):
@@ -74,7 +83,7 @@ def _promotion_operand(dtype, weak: bool):
     return _WEAK_STANDINS.get(np.dtype(dtype).kind, dtype) if weak else np.dtype(dtype)
 
 
-def promote(a, b):
+def promote(a: Aval, b: Aval) -> tuple[Any, bool]:
     """Joint (dtype, weak) of two avals under JAX's promotion rules, weak types included."""
     (_, da, wa), (_, db, wb) = a, b
     if not (isinstance(da, np.dtype) and isinstance(db, np.dtype)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import types
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import jax
 import numpy as np
@@ -171,13 +171,30 @@ def _fail_unless(defined, taken, error):
         run_time_errors.fail(error)
 
 
-def ld(value):
+def ld(value: Any) -> Any:
     """Reads a variable a converted block may have left unassigned.
 
-    The semantics are those of reading a local in Python: an unassigned one
-    raises (``UndefinedVariableError``, an ``UnboundLocalError``). For a
-    variable whose definition is only known at run time (``MaybeUndefined``)
-    the check runs with the program, where the read is.
+    The semantics are given by this Python implementation::
+
+        if isinstance(value, Undefined):
+            raise UnboundLocalError(value.name)
+        return value
+
+    That is, those of reading a local in Python: an unassigned one raises
+    (``UndefinedVariableError``, an ``UnboundLocalError``). For a variable
+    whose definition is only known at run time (``MaybeUndefined``) the check
+    runs with the program, where the read is.
+
+    Args:
+      value: the variable's value: a value, an ``Undefined`` or a
+        ``MaybeUndefined``.
+
+    Returns:
+      The value itself (for a ``MaybeUndefined``, the value the loop left).
+
+    Raises:
+      UndefinedVariableError: ``value`` is ``Undefined``, or a
+        ``MaybeUndefined`` known not to be defined.
     """
     if isinstance(value, Undefined):
         value._fail()
@@ -255,6 +272,14 @@ def outer_assigned(name: str, construct: str) -> None:
     out to be: a traced value would leak out of its trace, and a Python value
     (a counter, a flag) would be updated once, where Python updates it on the
     taken branch only, or on every iteration.
+
+    Args:
+      name: the ``global`` or ``nonlocal`` name the block assigns.
+      construct: the block, in words for the message: ``"`if`"`` or a loop.
+
+    Raises:
+      BranchError: an array-dependent ``if`` is being staged.
+      LoopStateError: a loop is being staged.
     """
     if not is_staging():
         return

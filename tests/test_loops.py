@@ -147,6 +147,27 @@ def test_first_assigned_in_both_branches_in_body():
     check_equivalent(first_assigned_then_read, (np.array([1.0, -4.0], np.float32),))
 
 
+def assigned_on_a_python_path(xs, flag):
+    for x in xs:
+        if flag:
+            y = x
+    return y
+
+
+def test_staged_loop_that_leaves_a_variable_unassigned_fails_as_python_does(
+        staged_small_loops):
+    # the loop is staged (traced items), and no iteration assigns `y`: Python
+    # raises UnboundLocalError at `return y`, and so does the converted code
+    with pytest.raises(UnboundLocalError):
+        assigned_on_a_python_path(np.ones(3, np.float32), False)
+    f = jax.jit(conv(assigned_on_a_python_path), static_argnums=1)
+    with pytest.raises(UndefinedVariableError,
+                       match=_where(assigned_on_a_python_path, "for x in xs")
+                       + "`y` is used before it is assigned"):
+        f(np.ones(3, np.float32), False)
+    assert float(f(np.arange(3.0, dtype=np.float32), True)) == 2.0
+
+
 def zero_trip_unassigned():
     for i in range(0):
         y = i
@@ -331,6 +352,29 @@ def test_weak_float_start_with_int_items():
     assert got.dtype == want.dtype
     assert got.weak_type == want.weak_type
     assert float(got) == float(want)
+
+
+def weak_chain(x):
+    a = b = c = 0
+    for _ in range(5):
+        c = b
+        b = a
+        a = x * 1.0
+    return a, b, c
+
+
+def test_weak_start_promoted_by_another_after_one_step(staged_small_loops, recwarn):
+    # promoting `a` (int to float) makes `b` change dtype on the next step, which
+    # `lax.scan`'s own promotion of weak inputs misses: the carry is promoted to
+    # what one step makes and the loop stays one scan
+    x = jnp.float32(2.0)
+    want = weak_chain(x)
+    jaxpr = jax.make_jaxpr(conv(weak_chain))(x)
+    assert "scan" in primitives(jaxpr)
+    got = jax.jit(conv(weak_chain))(x)
+    assert [(g.dtype, g.weak_type, float(g)) for g in got] == [
+        (w.dtype, w.weak_type, float(w)) for w in want]
+    assert not recwarn.list
 
 
 def reset_to_python_zero(x, n):
