@@ -27,6 +27,8 @@ class Anno(enum.Enum):
     ORIGIN = "(line, col) of the user's source this node was generated for."
     FLAG_SET = "Marks an assignment of a jump flag that a pass may drop when unused."
     LOOP_OPTIONS = "dict of keyword expressions from `autograph.set_loop_options`."
+    COUNTER_STEPS = ("dict name -> step of the counters a `while` body steps once per "
+                     "iteration (found before the jump passes move the steps).")
     CLOSURE_READS = "frozenset of a function's local names that its nested user functions read."
     GENERATED = ("Marks a function a converter made for a branch or loop body; it is called "
                  "in place.")

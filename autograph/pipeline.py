@@ -18,6 +18,7 @@ from autograph.converters import (
     if_statements,
     item_assignments,
     logical_expressions,
+    loop_counters,
     nested_declarations,
     print_calls,
     private_names,
@@ -66,6 +67,8 @@ PASSES = (
     call_trees,               # user calls -> converted_call; sees only user calls
     item_assignments,         # x[i] = v -> x = ag__.setitem(x, i, v): JAX arrays too; after
                               # call_trees, which would route its calls
+    loop_counters,            # marks the counter a `while` steps each iteration, before
+                              # the jump passes move its step into guarded blocks
     continue_statements,      # continue -> guards, before any loop changes shape
     break_statements,         # break -> flag + extra loop test; needs continue gone
     return_statements,        # one exit; loops gain a `not did_return` test

@@ -71,7 +71,7 @@ def _conjuncts(test: gast.expr):
         yield test
 
 
-def _step(stmt: gast.stmt, name: str) -> int | None:
+def step_of(stmt: gast.stmt, name: str) -> int | None:
     """The constant ``c`` of ``name += c`` / ``name -= c`` / ``name = name + c``, or None."""
     def const(node):
         if (isinstance(node, gast.Constant) and type(node.value) is int):
@@ -137,13 +137,17 @@ def counter_bound(node: gast.While, body: list[gast.stmt], state) -> gast.expr |
             continue
         if not _invariant(limit, body):
             continue
-        steps = [_step(stmt, name) for stmt in body]
-        stores = sum(1 for n in gast.walk(gast.Module(body=body, type_ignores=[]))
-                     if isinstance(n, gast.Name) and n.id == name
-                     and isinstance(n.ctx, (gast.Store, gast.Del)))
-        found = [c for c in steps if c is not None]
-        if len(found) != 1 or stores != 1 or found[0] == 0:
-            continue
+        known = anno.get(node, Anno.COUNTER_STEPS) or {}  # see `loop_counters`
+        if name in known:
+            found = [known[name]]
+        else:
+            steps = [step_of(stmt, name) for stmt in body]
+            stores = sum(1 for n in gast.walk(gast.Module(body=body, type_ignores=[]))
+                         if isinstance(n, gast.Name) and n.id == name
+                         and isinstance(n.ctx, (gast.Store, gast.Del)))
+            found = [c for c in steps if c is not None]
+            if len(found) != 1 or stores != 1 or found[0] == 0:
+                continue
         return _BOUND.substitute_expr(node, NAME=templates.literal(name),
                                       OP=templates.literal(op), LIMIT=limit,
                                       STEP=templates.literal(found[0]))

@@ -98,6 +98,37 @@ def test_counter_that_moves_on_one_path_only_is_not_a_bound():
     assert "bound=" not in src
 
 
+def breaks_before_its_step(x):
+    j = 0
+    while j < 30:
+        x = x + 0.05 * jnp.cos(x)
+        if x > 1.0:
+            break
+        j += 1
+    return x
+
+
+def continues_before_its_step(x):
+    j = 0
+    while j < 30:
+        x = x + 0.05 * jnp.cos(x)
+        if x > 1.0:
+            continue
+        j += 1
+    return x
+
+
+@pytest.mark.parametrize("x", [0.2, 0.9, 2.0])
+def test_a_break_before_the_counter_step_keeps_the_bound(x):
+    # every iteration that goes on runs `j += 1`; a `break` ends the loop
+    assert "bound=('j'" in autograph.to_code(breaks_before_its_step)
+    want = jax.grad(breaks_before_its_step)(jnp.float32(x))
+    got = jax.grad(autograph.convert(breaks_before_its_step))(jnp.float32(x))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # a `continue` before the step may skip it: no bound
+    assert "bound=" not in autograph.to_code(continues_before_its_step)
+
+
 def test_counter_bound_in_generated_code():
     src = autograph.to_code(grows)
     assert "bound=('i', '<', lambda: 6, 1)" in src
