@@ -41,6 +41,7 @@ from jax import lax
 from autograph import errors
 
 from . import objects, transforms
+from . import state as st
 from .bounded import counted_loop
 from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
 from .conditionals import if_stmt
@@ -340,8 +341,18 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 return state
         x = seq.python_slice(k)
         if (st_any_traced(state) or (x is not None and st_any_traced(x))) and not _in_linen():
+            outside = st.OuterState((body, extra_test), state)
             try:
-                return _scan_for(seq, k, body, state, names, extra_test)
+                out = _scan_for(seq, k, body, state, names, extra_test)
+                changed = outside.changed()
+                if changed is not None:
+                    raise errors.LoopStateError(
+                        "a staged `for` loop's body cannot change what lies outside the loop",
+                        observed=f"the body changes {changed}; staged, its Python runs once "
+                                 f"while tracing, not once per iteration",
+                        fix="carry the value in a local variable of the function (assigned "
+                            "in the loop, used after it)")
+                return out
             except Exception as e:  # noqa: BLE001 - any staging failure: Python can still run it
                 # Never worse than `jax.jit`, which unrolls this loop: a static
                 # trip count lets Python run what `lax.scan` cannot stage (a
@@ -352,6 +363,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 if seq.n - k > UNROLL_LIMIT or (isinstance(e, errors.AutographError)
                                                 and not isinstance(e, errors.LoopStateError)):
                     raise
+                outside.restore()  # what the staging attempt changed, run again by Python
                 _warn_unrolled(e)
                 return _python_for((seq.element(j, seq.python_slice(j)) for j in range(k, seq.n)),
                                    body, state, names, extra_test)

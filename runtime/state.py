@@ -189,3 +189,123 @@ def difference(a, b, path: str) -> str | None:
             return f"`{path}` has {len(ca)} array leaves vs {len(cb)}"
         return f"`{path}` differs in its static (non-array) fields: {ta} vs {tb}"
     return None
+
+
+class OuterState:
+    """What a loop body can change outside its carried state, and how to undo it.
+
+    A staged body runs its Python once, while tracing: a counter in an
+    enclosing function's cell (``nonlocal``), a module global, an attribute of
+    an object the body reads, or a list it appends to would change once where
+    Python changes it on every iteration. ``changed()`` names such a change;
+    ``restore()`` undoes it (shallowly), so that the loop can run as Python
+    from where it was.
+    """
+
+    def __init__(self, fns, values=()):
+        import types
+
+        self.cells, self.objects, self.containers = [], [], []
+        self.module = None
+        seen = set()
+
+        def note(value):
+            if id(value) in seen:
+                return
+            seen.add(id(value))
+            if type(value) is list:
+                self.containers.append((value, list(value)))
+            elif type(value) is dict:
+                self.containers.append((value, dict(value)))
+            elif isinstance(value, types.FunctionType):
+                for cell in value.__closure__ or ():
+                    try:
+                        self.cells.append((cell, cell.cell_contents))
+                    except ValueError:
+                        continue
+            elif not is_array(value) and not callable(value) and not isinstance(
+                    value, (types.ModuleType, type)):
+                attrs = getattr(value, "__dict__", None)
+                if type(attrs) is dict:
+                    self.objects.append((value, dict(attrs)))
+
+        for leaf in tree_util.tree_leaves(list(values), is_leaf=is_undefined):
+            if not isinstance(leaf, types.FunctionType):  # objects the loop carries
+                note(leaf)
+        for fn in fns:
+            if not isinstance(fn, types.FunctionType):
+                continue
+            if self.module is None:
+                self.module = (fn.__globals__, dict(fn.__globals__))
+            for name in _global_names(fn.__code__):  # objects it reaches as globals
+                if name in fn.__globals__:
+                    note(fn.__globals__[name])
+            for cell in fn.__closure__ or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    continue
+                note(value)
+                if isinstance(value, types.FunctionType):  # a helper the body calls
+                    for inner in value.__closure__ or ():
+                        try:
+                            note(inner.cell_contents)
+                        except ValueError:
+                            continue
+
+    def changed(self) -> str | None:
+        """What changed since the snapshot, in words, or None."""
+        for cell, before in self.cells:
+            try:
+                now = cell.cell_contents
+            except ValueError:
+                now = _MISSING
+            if now is not before:
+                return "a variable of an enclosing function (`nonlocal`)"
+        if self.module is not None:
+            current, before = self.module
+            for key, value in before.items():
+                if current.get(key, _MISSING) is not value:
+                    return f"the global `{key}`"
+        for obj, before in self.objects:
+            now = getattr(obj, "__dict__", {})
+            for key in set(before) | set(now):
+                if before.get(key, _MISSING) is not now.get(key, _MISSING):
+                    return f"attribute `{key}` of a `{type(obj).__name__}` object"
+        for container, before in self.containers:
+            if len(container) != len(before) or any(
+                    a is not b for a, b in zip(_items(container), _items(before))):
+                return f"a `{type(container).__name__}` the body reads"
+        return None
+
+    def restore(self) -> None:
+        """Puts back what the snapshot saw (cells, globals, attributes, containers)."""
+        for cell, before in self.cells:
+            cell.cell_contents = before
+        if self.module is not None:
+            current, before = self.module
+            for key, value in before.items():
+                if current.get(key, _MISSING) is not value:
+                    current[key] = value
+        for obj, before in self.objects:
+            attrs = obj.__dict__
+            for key in set(attrs) - set(before):
+                del attrs[key]
+            attrs.update(before)
+        for container, before in self.containers:
+            container.clear()
+            container.extend(before) if type(container) is list else container.update(before)
+
+
+def _items(container):
+    return container if type(container) is list else list(container.items())
+
+
+def _global_names(code) -> set:
+    """The global (and attribute) names ``code`` and the code nested in it use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _global_names(const)
+    return names
+

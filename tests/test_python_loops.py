@@ -137,3 +137,71 @@ def test_short_loops_are_unrolled_long_ones_scanned():
     for n in (loops.PYTHON_TRIPS, loops.PYTHON_TRIPS + 1):
         np.testing.assert_allclose(jax.jit(autograph.convert(f), static_argnums=1)(1.0, n),
                                    f(1.0, n), rtol=1e-6)
+
+
+class Calls:
+    def __init__(self):
+        self.n = 0
+
+    def step(self, x):
+        self.n += 1
+        return x * 0.5 + 1.0
+
+
+MODEL = Calls()
+LOG = []
+
+
+def counts_through_a_helper(x):
+    calls = 0
+
+    def bump():
+        nonlocal calls
+        calls += 1
+
+    for i in range(40):
+        bump()
+        x = x + 1.0
+    return x, calls
+
+
+def counts_in_a_carried_object(x):
+    acc = Calls()
+    for i in range(40):
+        x = acc.step(x)
+    return x, acc.n
+
+
+def counts_in_a_global_object(x):
+    for i in range(40):
+        x = MODEL.step(x)
+    return x
+
+
+def logs_to_a_global_list(x):
+    for i in range(40):
+        x = x * 0.9
+        LOG.append(1)
+    return x
+
+
+@pytest.mark.parametrize("fn", [counts_through_a_helper, counts_in_a_carried_object])
+def test_side_effects_of_a_long_loop_happen_once_per_iteration(fn):
+    want = jax.jit(fn)(1.0)
+    with pytest.warns(UserWarning, match="runs unrolled"):
+        got = jax.jit(autograph.convert(fn))(1.0)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert int(got[1]) == 40
+
+
+def test_side_effects_on_globals_of_a_long_loop_happen_once_per_iteration():
+    MODEL.n = 0
+    with pytest.warns(UserWarning, match="runs unrolled"):
+        got = jax.jit(autograph.convert(counts_in_a_global_object))(0.0)
+    assert MODEL.n == 40
+    np.testing.assert_allclose(got, jax.jit(counts_in_a_global_object)(0.0), rtol=1e-6)
+    LOG.clear()
+    with pytest.warns(UserWarning, match="runs unrolled"):
+        jax.jit(autograph.convert(logs_to_a_global_list))(1.0)
+    assert len(LOG) == 40
