@@ -17,6 +17,7 @@ from autograph.errors import (
     ConditionError,
     ConversionError,
     LoopStateError,
+    SourceUnavailableError,
     UndefinedVariableError,
 )
 from autograph.export import ArtifactError, export, load, save
@@ -39,5 +40,6 @@ __all__ = [
     "ConcreteFunction", "TensorSpec", "run_functions_eagerly", "functions_run_eagerly",
     "run_eagerly", "print", "export", "save", "load", "ArtifactError", "AutographError",
     "ConversionError", "ConditionError", "BranchError", "LoopStateError",
+    "SourceUnavailableError",
     "UndefinedVariableError",
 ]

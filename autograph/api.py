@@ -226,7 +226,12 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
         warnings.warn(f"autograph: the `jax.jit` options of `{plain.__qualname__}` cannot be "
                       f"read; it runs unconverted", stacklevel=2)
         return fn
-    converted = _converted_function(plain, recursive)
+    try:
+        converted = _converted_function(plain, recursive)
+    except errors.SourceUnavailableError as e:  # never worse than `jax.jit`, which needs none
+        warnings.warn(f"autograph: `{plain.__qualname__}` runs unconverted: "
+                      f"{str(e).splitlines()[0].split(': ', 1)[-1]}", stacklevel=2)
+        return fn
 
     @functools.wraps(plain)
     def wrapper(*args, **kwargs):

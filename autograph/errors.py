@@ -92,6 +92,14 @@ class ConversionError(AutographError, ValueError):
     """
 
 
+
+class SourceUnavailableError(ConversionError):
+    """The function's source cannot be found or parsed (``exec``, a plain REPL).
+
+    ``autograph.convert`` and ``autograph.function`` then run the function
+    unconverted, with a warning, as ``jax.jit`` would; ``to_code`` raises it.
+    """
+
 class ConditionError(AutographError, TypeError):
     """The condition of an `if`, `while` or conditional expression is unusable.
 

@@ -86,7 +86,7 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     text = _source_text(code, getattr(fn, "__globals__", None))
     where = errors.Location(filename, code.co_firstlineno)
     if not text:
-        raise errors.ConversionError(
+        raise errors.SourceUnavailableError(
             f"the source of `{fn.__qualname__}` is not available",
             observed=f"no source text for {filename!r}",
             location=where,
@@ -95,13 +95,13 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     try:
         tree = _parse_file(filename, text)
     except SyntaxError as e:
-        raise errors.ConversionError(
+        raise errors.SourceUnavailableError(
             f"the file defining `{fn.__qualname__}` does not parse",
             observed=str(e), location=where,
             fix="the file may have changed since it was imported; re-import it") from None
     node = _find(tree, code)
     if node is None:
-        raise errors.ConversionError(
+        raise errors.SourceUnavailableError(
             f"cannot locate the source of `{fn.__qualname__}`",
             observed=f"no definition of `{code.co_name}` starts at line {code.co_firstlineno}",
             location=where,

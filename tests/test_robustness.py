@@ -121,11 +121,18 @@ def test_builtins_have_nothing_to_convert_and_stay_as_they_are():
     assert autograph.convert(len) is len
 
 
-def test_exec_created_function_is_a_clear_conversion_error():
+def test_exec_created_function_runs_unconverted_with_a_warning():
+    # as under `jax.jit`, which needs no source; `to_code` has nothing to show
     namespace = {}
     exec("def made(x):\n    return x + 1\n", namespace)
-    with pytest.raises(autograph.ConversionError, match="source of `made` is not available"):
-        autograph.convert(namespace["made"])
+    made = namespace["made"]
+    with pytest.warns(UserWarning, match="`made` runs unconverted: the source of `made`"):
+        converted = autograph.convert(made)
+    assert converted is made and float(jax.jit(converted)(1.0)) == 2.0
+    with pytest.warns(UserWarning, match="unconverted"):
+        assert float(autograph.function(made)(jnp.float32(2.0))) == 3.0
+    with pytest.raises(autograph.SourceUnavailableError, match="source of `made` is not available"):
+        autograph.to_code(made)
 
 
 def calls_made(f, x):
