@@ -7,6 +7,9 @@ Public API: :func:`convert`, :func:`to_code`, :func:`do_not_convert`,
 :func:`set_loop_options`, and the error classes in :mod:`autograph.errors`.
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
 from autograph import api as _api
 from autograph import runtime as _runtime  # noqa: F401 - registers the call converter
 from autograph.api import convert, do_not_convert, to_code
@@ -29,8 +32,6 @@ from autograph.specs import TensorSpec
 _runtime.calls.set_converter(_api.convert_for_call)
 
 try:  # one version number: the distribution's (pyproject.toml)
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as _version
     __version__ = _version("autograph-jax")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree not installed
     __version__ = "0+unknown"

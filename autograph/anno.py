@@ -34,12 +34,8 @@ class Anno(enum.Enum):
                  "in place.")
 
 
-def _table(node: Any, create: bool) -> dict | None:
-    table = getattr(node, _FIELD, None)
-    if table is None and create:
-        table = {}
-        setattr(node, _FIELD, table)
-    return table
+def _table(node: Any) -> dict | None:
+    return getattr(node, _FIELD, None)
 
 
 def _check(key: Anno) -> None:
@@ -50,20 +46,24 @@ def _check(key: Anno) -> None:
 def get(node: Any, key: Anno, default: Any = None) -> Any:
     """Returns the annotation ``key`` of ``node``, or ``default``."""
     _check(key)
-    table = _table(node, create=False)
+    table = _table(node)
     return default if table is None else table.get(key, default)
 
 
 def set(node: Any, key: Anno, value: Any) -> None:  # noqa: A001 - the API's verb
     """Attaches ``value`` to ``node`` under ``key``."""
     _check(key)
-    _table(node, create=True)[key] = value
+    table = _table(node)
+    if table is None:
+        table = {}
+        setattr(node, _FIELD, table)
+    table[key] = value
 
 
 def has(node: Any, key: Anno) -> bool:
     """Whether ``node`` carries the annotation ``key``."""
     _check(key)
-    table = _table(node, create=False)
+    table = _table(node)
     return table is not None and key in table
 
 

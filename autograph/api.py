@@ -38,7 +38,7 @@ class _CodeCache:
         if current is not None:
             return current
         key = id(code)
-        ref = weakref.ref(code, lambda _, key=key: self._entries.pop(key, None))
+        ref = weakref.ref(code, lambda _: self._entries.pop(key, None))
         self._entries[key] = (ref, value)
         return value
 

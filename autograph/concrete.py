@@ -77,7 +77,7 @@ class ConcreteFunction:
         self._traced = self._jitted.trace(*self._jit_specs[0], **self._jit_specs[1])
         self._lowered = self._traced.lower()
         self._compiled = None if self._symbolic else self._lowered.compile()
-        self._exported = None
+        self._exported: jax.export.Exported | None = None
 
     @property
     def jaxpr(self):
@@ -160,6 +160,8 @@ def check_spec(fname, name, spec, value):
         return _check_leaf_spec(fname, name, spec, value)
     if _is_spec_tree(spec):
         is_spec = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
+        # jaxlib ships no stubs: without this, mypy reads PyTreeDef as an unknown type
+        spec_tree: jax.tree_util.PyTreeDef
         spec_leaves, spec_tree = jax.tree_util.tree_flatten(spec, is_leaf=is_spec)
         value_leaves, value_tree = jax.tree_util.tree_flatten(value)
         if spec_tree != value_tree:

@@ -160,7 +160,7 @@ def user_location(filename: str, lineno: int) -> Location | None:
 
 def current_location() -> Location | None:
     """The user's line of the innermost converted-code frame on the stack."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         loc = user_location(frame.f_code.co_filename, frame.f_lineno)
         if loc is not None:
@@ -173,15 +173,19 @@ def is_generated(filename: str) -> bool:
     return filename in _SOURCE_MAPS
 
 
+# set on an exception once `annotate_traceback` has added its note
+_NOTED = "_autograph_noted"
+
+
 def annotate_traceback(exc: BaseException) -> None:
     """Adds the user's lines to an exception raised inside converted code.
 
     Tracebacks through converted code show generated lines; this note names
     the user's ``file:line`` for each converted frame, innermost last.
     """
-    if getattr(exc, "_autograph_noted", False) or isinstance(exc, AutographError):
+    if getattr(exc, _NOTED, False) or isinstance(exc, AutographError):
         return
-    seen = []
+    seen: list[Location] = []
     tb = exc.__traceback__
     while tb is not None:
         loc = user_location(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
@@ -192,7 +196,7 @@ def annotate_traceback(exc: BaseException) -> None:
         notes = [f"  {loc.short}: {loc.text.strip()}" for loc in seen]
         try:
             exc.add_note("in converted code, from the user's source:\n" + "\n".join(notes))
-            exc._autograph_noted = True
+            setattr(exc, _NOTED, True)
         except (AttributeError, TypeError):
             pass
 

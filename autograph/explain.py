@@ -100,8 +100,8 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     for converter in _JUMP_PASSES:
         node = converter.transform(node, ctx)
     analysis.run(node, (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS))
-    generated = {n: _generated_role(n, ctx) for n in sorted(_identifiers(node) - user_names)}
-    generated = {n: role for n, role in generated.items() if role}
+    roles = {n: _generated_role(n, ctx) for n in sorted(_identifiers(node) - user_names)}
+    generated = {n: role for n, role in roles.items() if role}
     kept = {_key(n) for n in _walk(node) if getattr(n, _MARK, False)}
     lines = source.splitlines()
     blocks: list[Block] = []

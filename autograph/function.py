@@ -19,6 +19,7 @@ import collections
 import functools
 import inspect
 import sys
+import types
 import warnings
 from typing import Any, Callable
 
@@ -49,7 +50,8 @@ _NO_ARG = object()
 
 def _user_stacklevel() -> int:
     """The ``stacklevel`` that makes a warning point at the user's call."""
-    frame, level = sys._getframe(2), 2
+    frame: types.FrameType | None = sys._getframe(2)
+    level = 2
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if not (module.split(".")[0] in ("jax", "jaxlib", "autograph", "functools")
@@ -166,11 +168,12 @@ class Function(functools.partial):
         self._jit_kwargs = jit_kwargs
         self._user_argnums = _as_tuple(jit_kwargs.pop("static_argnums", None))
         self._user_argnames = _as_tuple(jit_kwargs.pop("static_argnames", None))
+        self._signature: inspect.Signature | None
         try:
             self._signature = inspect.signature(fn)
         except (TypeError, ValueError):
             self._signature = None
-        params = list(self._signature.parameters.values()) if self._signature else []
+        params = list(self._signature.parameters.values()) if self._signature is not None else []
         simple = self._signature is not None and all(
             p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
         # calls giving exactly these positional arrays take the fast path; others
@@ -214,7 +217,8 @@ class Function(functools.partial):
             return target(*args, **kwargs)
 
         if self._signature is not None:
-            traced.__signature__ = self._signature  # lets jax.jit map names to positions
+            # lets jax.jit map names to positions (inspect reads a function's __signature__)
+            traced.__signature__ = self._signature  # type: ignore[attr-defined]
         traced.__name__ = getattr(plain, "__name__", "function")
         traced.__qualname__ = self._name
         self._traced = traced
@@ -245,7 +249,7 @@ class Function(functools.partial):
         ever_eager, eager, python_function = modes.EVER_EAGER, modes.eager, self.python_function
         calls, last_trace, use = self._calls_cell, self._last_trace_call, self._use_entry
         if self.input_signature is not None:
-            def entry(*args, **kwargs):
+            def checked_entry(*args, **kwargs):
                 if ever_eager[0] and eager():
                     return python_function(*args, **kwargs)
                 try:
@@ -253,9 +257,9 @@ class Function(functools.partial):
                 except jax.errors.JaxRuntimeError as e:
                     reraise(e)
                     raise
-            return entry
+            return checked_entry
         if counting or ever_eager[0]:
-            def entry(*args, **kwargs):
+            def counting_entry(*args, **kwargs):
                 if ever_eager[0] and eager():
                     return python_function(*args, **kwargs)
                 try:
@@ -266,7 +270,7 @@ class Function(functools.partial):
                 if counting and calls[0] - last_trace[0] >= RETRACE_WINDOW:
                     use(counting=False)
                 return out
-            return entry
+            return counting_entry
 
         n_required, tail, with_defaults = self._n_required, self._keyed_tail, self._with_defaults
 
@@ -296,7 +300,9 @@ class Function(functools.partial):
 
     def _use_entry(self, counting: bool) -> None:
         self._counting = counting
-        self.__setstate__((self._entries[counting], (), {}, self.__dict__))
+        # partial's own __setstate__ (C code, not in typeshed) swaps the callable in place
+        self.__setstate__(  # type: ignore[attr-defined]
+            (self._entries[counting], (), {}, self.__dict__))
 
     @property
     def _calls(self) -> int:
@@ -347,6 +353,7 @@ class Function(functools.partial):
         """One form per call: defaults filled in, keyword arguments by position."""
         if not kwargs and self._n_required <= len(args) <= self._n_positional:
             return args + self._default_tail[len(args) - self._n_required:], kwargs
+        assert self._signature is not None  # _canonicalize says there is one
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -443,6 +450,7 @@ class Function(functools.partial):
     def _check_signature(self, args, kwargs, skip: int = 0):
         """Checks a call against ``input_signature``; Python numbers become arrays."""
         specs = self.input_signature
+        assert specs is not None  # called for functions with an input_signature only
         if self._signature is not None:
             try:
                 bound = self._signature.bind(*args, **kwargs)

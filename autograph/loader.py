@@ -21,8 +21,13 @@ import gast
 
 from autograph import errors
 
+# attribute of an assignment's target tuple: unparse it in parentheses
+_PARENTHESIZE = "ag_parenthesize"
+# attribute that marks a function this module made
+_GENERATED = "__autograph_generated__"
 
-class _MappingUnparser(ast._Unparser):
+
+class _MappingUnparser(ast._Unparser):  # type: ignore[name-defined]  # private, not in typeshed
     """``ast.unparse`` that also records the user line of each output line."""
 
     def __init__(self, **kwargs):  # nested f-strings pass `_avoid_backslashes`
@@ -42,11 +47,11 @@ class _MappingUnparser(ast._Unparser):
     def visit_Assign(self, node):
         for target in node.targets:
             if isinstance(target, ast.Tuple):
-                target.ag_parenthesize = True
+                setattr(target, _PARENTHESIZE, True)
         super().visit_Assign(node)
 
     def visit_Tuple(self, node):
-        if getattr(node, "ag_parenthesize", False):  # `(y,) = ...` reads better than `y, = ...`
+        if getattr(node, _PARENTHESIZE, False):  # `(y,) = ...` reads better than `y, = ...`
             with self.delimit("(", ")"):
                 self.items_view(self.traverse, node.elts)
         else:
@@ -166,18 +171,21 @@ def _compile(source: str, filename: str, freevars: tuple[str, ...],
     # Inside the factory a `def f` would bind `f` locally, and a recursive call
     # would find that instead of the global or closure `f`; so compile under
     # another name and restore the real one on the code object.
-    real_name = tree.body[0].name
-    tree.body[0].name = "__autograph_converted"
+    fn_def = tree.body[0]
+    assert isinstance(fn_def, ast.FunctionDef)  # the converted source is one `def`
+    real_name = fn_def.name
+    fn_def.name = "__autograph_converted"
+    converted = ast.Name(id=fn_def.name, ctx=ast.Load())
+    last = ast.Return(value=converted)
     factory = ast.FunctionDef(
         name="__autograph_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in ("ag__",) + freevars],
                            vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=tree.body + [ast.Return(value=ast.Name(id=tree.body[0].name, ctx=ast.Load()))],
+        body=tree.body + [last],
         decorator_list=[], returns=None, type_comment=None)
     module = ast.Module(body=[factory], type_ignores=[])
-    last = factory.body[-1]
-    for node in [factory, factory.args, last, last.value] + factory.args.args:
-        ast.copy_location(node, tree.body[0])
+    for node in [factory, factory.args, last, converted] + factory.args.args:
+        ast.copy_location(node, fn_def)
     module_code = compile(module, filename, "exec")
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
     code = next(c for c in factory_code.co_consts
@@ -224,5 +232,5 @@ def instantiate(compiled: Compiled, fn: types.FunctionType, runtime) -> types.Fu
     new.__module__ = fn.__module__
     new.__doc__ = fn.__doc__
     new.__annotations__ = dict(getattr(fn, "__annotations__", {}) or {})
-    new.__autograph_generated__ = True
+    setattr(new, _GENERATED, True)
     return new

@@ -39,12 +39,12 @@ def _source_text(code: types.CodeType, module_globals: dict | None) -> str:
     return "".join(lines)
 
 
-def _first_line(node: ast.AST) -> int:
+def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     lines = [node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]
     return min(lines)
 
 
-def _inside(pos, node: ast.AST) -> bool:
+def _inside(pos, node: ast.expr) -> bool:
     line, _, col, _ = pos
     if line is None or col is None:
         return False

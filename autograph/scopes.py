@@ -45,8 +45,8 @@ class FunctionScopes(Converter):
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
-        self._locals = []
-        self._captured = []
+        self._locals: list[frozenset] = []
+        self._captured: list[frozenset] = []
 
     @property
     def locals(self) -> frozenset:

@@ -39,6 +39,7 @@ class TensorSpec(jax.ShapeDtypeStruct):
     def __init__(self, shape: Sequence[int | None], dtype, name: str | None = None):
         declared = tuple(None if d is None else int(d) for d in shape)
         unknown = [i for i, d in enumerate(declared) if d is None]
+        actual: tuple  # symbolic sizes (jax.export dimension expressions) where unknown
         if unknown:
             names = ",".join(f"d{next(_NAMES)}" for _ in unknown)
             it = iter(jax.export.symbolic_shape(names, scope=_SCOPE))

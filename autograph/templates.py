@@ -180,7 +180,7 @@ class _Filler(gast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_arguments(self, node: gast.arguments):
-        args = []
+        args: list = []
         for arg in node.args:
             if isinstance(arg, gast.Name) and arg.id in self.values:
                 value = self.values[arg.id]

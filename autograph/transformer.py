@@ -16,6 +16,8 @@ statements at class level keep their plain meaning (``visit_ClassDef``).
 
 from __future__ import annotations
 
+import ast
+
 import gast
 
 from autograph.context import Context
@@ -28,10 +30,10 @@ _LEAVES = frozenset(
                                               gast.unaryop, gast.cmpop)))
 
 # Per node type, the fields that may hold child nodes.
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
-def _fields(kind: type) -> tuple[str, ...]:
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
     fields = _FIELDS.get(kind)
     if fields is None:
         fields = _FIELDS[kind] = tuple(f for f in kind._fields

@@ -28,7 +28,7 @@ KEEPS = (Analysis.SCOPES,)  # rewrites calls only: no name is bound or rebound
 
 def deferred_fstring(node: gast.JoinedStr) -> gast.expr:
     """``f"..{e}.."`` as ``ag__.fstring(lambda v0: f"..{v0}..", e)``: formatted later."""
-    fields = []
+    fields: list[gast.expr] = []
 
     def replace(value):
         if isinstance(value, gast.FormattedValue):

@@ -40,12 +40,13 @@ def mangle(name: str, class_name: str) -> str:
 
 
 class _Transformer(Converter):
-    def __init__(self, ctx: Context, root: gast.FunctionDef):
+    def __init__(self, ctx: Context, root: gast.FunctionDef, class_name: str):
         super().__init__(ctx)
         self.root = root
+        self.class_name = class_name
 
     def _mangle(self, name):
-        return name if name is None else mangle(name, self.ctx.class_name)
+        return name if name is None else mangle(name, self.class_name)
 
     def visit_Name(self, node: gast.Name):
         node.id = self._mangle(node.id)
@@ -92,4 +93,4 @@ class _Transformer(Converter):
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     if ctx.class_name is None or not ctx.class_name.strip("_"):
         return node
-    return _Transformer(ctx, node).visit(node)
+    return _Transformer(ctx, node, ctx.class_name).visit(node)

@@ -39,7 +39,6 @@ class _Return(jumps.Jump):
     def __init__(self, flag: str, retval: str):
         super().__init__(flag)
         self.retval = retval
-        self.loop_tests = []
 
     def is_jump(self, node):
         return isinstance(node, gast.Return)

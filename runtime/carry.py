@@ -8,6 +8,8 @@ an iteration raises ``LoopStateError`` naming it.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import jax
 import jax.numpy as jnp
 
@@ -35,7 +37,7 @@ class Carry:
                     fixed.append((i, leaf))
             self.static.append(fixed)
         self.values = values
-        self.strengthen = set()  # carried leaves the body makes strongly typed
+        self.strengthen: set[int] = set()  # carried leaves the body makes strongly typed
         self.snapshot = st.object_snapshot(values)
 
     def unflatten(self, arrays, final: bool = False):
@@ -62,7 +64,7 @@ class Carry:
                          f"a traced value", variable=attr,
                 fix=f"carry the value in a local variable (`v = obj.{attr}` before the loop, "
                     f"`obj.{attr} = v` after it)")
-        result = []
+        result: list = []
         it = iter(in_arrays)
         for name, value, (treedef, leaves), fixed in zip(
                 self.names, out_values, self.flat, self.static):
@@ -198,6 +200,28 @@ def infer_undefined(step, values, names, loop):
     return tuple(new)
 
 
+def _reading(name: str) -> Callable[..., Any]:
+    """``list.<name>`` that marks the list it is called on as read."""
+    method = getattr(list, name)
+
+    def wrapper(self: TrackedList, *args):
+        self.root.read = True
+        return method(self, *args)
+    wrapper.__name__ = name
+    return wrapper
+
+
+def _changing(name: str) -> Callable[..., Any]:
+    """``list.<name>`` that marks the list it is called on as changed."""
+    method = getattr(list, name)
+
+    def wrapper(self: TrackedList, *args, **kwargs):
+        self.root.changed = True
+        return method(self, *args, **kwargs)
+    wrapper.__name__ = name
+    return wrapper
+
+
 class TrackedList(list):
     """A list given to a staged loop body; remembers how the body used it.
 
@@ -211,29 +235,11 @@ class TrackedList(list):
 
     read = False
     changed = False
-    _root = None
+    _root: TrackedList | None = None
 
     @property
     def root(self) -> TrackedList:
         return self if self._root is None else self._root
-
-    def _reading(name):
-        method = getattr(list, name)
-
-        def wrapper(self, *args):
-            self.root.read = True
-            return method(self, *args)
-        wrapper.__name__ = name
-        return wrapper
-
-    def _changing(name):
-        method = getattr(list, name)
-
-        def wrapper(self, *args, **kwargs):
-            self.root.changed = True
-            return method(self, *args, **kwargs)
-        wrapper.__name__ = name
-        return wrapper
 
     for _name in ("__getitem__", "__iter__", "__len__", "__contains__", "__reversed__",
                   "index", "count", "copy", "__eq__"):
@@ -241,7 +247,7 @@ class TrackedList(list):
     for _name in ("insert", "__setitem__", "__delitem__", "pop", "remove", "reverse", "sort",
                   "clear", "__imul__"):
         locals()[_name] = _changing(_name)
-    del _name, _reading, _changing
+    del _name
 
     def __add__(self, other):
         out = TrackedList(list.__add__(self, other))
@@ -257,9 +263,14 @@ class TrackedList(list):
         return self.root is tracked and not tracked.changed
 
 
+def _as_list(_, children) -> list:
+    return list(children)
+
+
 # To JAX (jax.grad of a function of the list, optax, tree_map) it is a list.
 jax.tree_util.register_pytree_node(
-    TrackedList, lambda xs: (list(list.__iter__(xs)), None), lambda _, children: list(children))
+    TrackedList, lambda xs: (list(list.__iter__(xs)), None),
+    _as_list)  # type: ignore[arg-type]  # a plain list on purpose, not a TrackedList
 
 
 def prepare_state(values, names, loop, step, may_skip: bool):

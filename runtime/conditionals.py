@@ -178,9 +178,11 @@ def _same(sig_a: list[NameSpec], sig_b: list[NameSpec]) -> bool:
         for a, b in zip(la, lb):
             if type(a) is not type(b):
                 return False
-            if isinstance(a, st.Aval) and (a.shape, a.dtype) != (b.shape, b.dtype):
+            if (isinstance(a, st.Aval) and isinstance(b, st.Aval)
+                    and (a.shape, a.dtype) != (b.shape, b.dtype)):
                 return False  # weak types may differ
-            if isinstance(a, StaticSpec) and not st.same_static(a.value, b.value):
+            if (isinstance(a, StaticSpec) and isinstance(b, StaticSpec)
+                    and not st.same_static(a.value, b.value)):
                 return False
     return True
 
@@ -207,7 +209,8 @@ class _Branch:
     def __init__(self, fn, is_true: bool):
         self.fn, self.is_true = fn, is_true
         self.record: _Record | None = None  # what it returned
-        self.jaxpr = None  # how it computes its arrays, to replay without its Python
+        # how it computes its arrays, to replay without its Python
+        self.jaxpr: jax_core.ClosedJaxpr | None = None
         self.raised: Exception | None = None  # a user exception (a `raise`) met tracing it
 
     def taken(self, pred):
@@ -253,6 +256,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
         if branch.raised is not None:
             other = false if branch is true else true
             return _staged_with_raise(pred, branch, other, init, names)
+    assert true.record is not None and false.record is not None  # neither raised
     sig_t, sig_f = true.record.signature(), false.record.signature()
     if _same(sig_t, sig_f):
         with staging():
@@ -310,8 +314,10 @@ def _raise_at_run_time(error: Exception):
 def _staged_with_raise(pred, raising: _Branch, other: _Branch, init, names):
     """``lax.cond`` where one branch raises: it raises when the program takes it."""
     error = raising.raised
+    assert error is not None
     if other.raised is not None:  # `_staged` traced both branches
         raise error  # both branches raise: Python would raise either way
+    assert other.record is not None  # traced to its end
     spec = [NameSpec(treedef, [_leaf_spec_alone(x) for x in leaves])
             for treedef, leaves in other.record.flat]
 

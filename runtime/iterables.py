@@ -32,7 +32,7 @@ class Seq:
     """
 
     n: int
-    xs = None
+    xs: Any = None  # a pytree of arrays
 
     def element(self, k, x):
         raise NotImplementedError
@@ -148,6 +148,7 @@ def range_(*args: Any) -> range | TracedRange:
     """
     if not any(isinstance(a, Tracer) for a in args):
         return range(*args)  # Python's own semantics and errors (`range(2.5)`)
+    step: Any  # a Python int, or a traced value (rejected below)
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     elif len(args) == 2:

@@ -132,7 +132,8 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             limit = None
             if steps.maximum is None:
                 trips = None if bound is None else _bounded_trips(bound, state, names)
-                if trips is not None:  # a `while_loop`, differentiable as the bounded form
+                # a count: a `while_loop`, differentiable as the bounded form
+                if bound is not None and trips is not None:
                     steps, limit = Steps(trips, test_bounds=True), bound.limit()
                 elif _reverse_mode(state, (test, body)):
                     _note_unbounded_under_reverse()
@@ -143,7 +144,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                     lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), steps))
             else:
                 out = _staged_while(test, body, state, names, steps)
-            if limit is not None and bound.limit() != limit:
+            if bound is not None and limit is not None and bound.limit() != limit:
                 raise errors.LoopStateError(
                     "the limit of a loop's counter must not change inside the loop",
                     observed=f"`{bound.name} {bound.op} ...` bounds the loop, and its limit "
@@ -170,6 +171,7 @@ def _note_unbounded_under_reverse() -> None:
         transforms.unbounded_under_reverse.append(loc)
 
 
+_LINEARIZE_TRACER: type | tuple[()]  # a private JAX class, or () for isinstance
 try:
     from jax._src.interpreters.ad import LinearizeTracer as _LINEARIZE_TRACER
 except ImportError:  # pragma: no cover - another JAX version: no automatic bound
@@ -416,7 +418,9 @@ def _in_linen() -> bool:
     module = sys.modules.get("flax.linen.module")
     context = getattr(module, "_context", None)
     stack = getattr(context, "module_stack", None)
-    return bool(stack) and stack[-1] is not None
+    if not stack:
+        return False
+    return stack[-1] is not None
 
 
 def st_any_traced(tree) -> bool:
@@ -518,7 +522,8 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     # instead each trace records its carry's types, and they tell, after a
     # TypeError, whether it is this one (the last trace ended with types that
     # differ) or another one, from the body or JAX, which propagates.
-    traced = []  # per trace of `step`: (carry in, carry out) avals; None if it raised
+    # per trace of `step`: (carry in, carry out) avals; None if it raised
+    traced: list[tuple | None] = []
 
     def step(arrays, kx):
         traced.append(None)
@@ -533,7 +538,9 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     except TypeError:
         if not traced or traced[-1] is None or _same_types(*traced[-1]):
             raise
-        stabilize(carry, traced[0][1])
+        first = traced[0]
+        assert first is not None  # a trace that raised would have propagated from the scan
+        stabilize(carry, first[1])
         with staging():
             final, grown = lax.scan(step, carry.arrays, (ks, xs))
     values = list(carry.unflatten(final, final=True))

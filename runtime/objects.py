@@ -24,7 +24,7 @@ A block that replaces such an object by another, or changes its structure
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 
@@ -71,6 +71,8 @@ class Lifted:
         self.graphdef, state = nnx.split(tuple(nodes))
         # carried as plain arrays: Variables rebuilt from them inside the block
         # belong to its trace, so Flax lets the block update them
+        # annotated: jaxlib ships no stubs, and mypy would read PyTreeDef as an unknown type
+        self.treedef: jax.tree_util.PyTreeDef
         leaves, self.treedef = jax.tree_util.tree_flatten(state)
         self.state = tuple(leaves)
 
@@ -166,7 +168,9 @@ def lift(state, fns, construct: str) -> Lifted | None:
     nnx = _nnx()
     if nnx is None:
         return None
-    nodes, index, cells = [], {}, []
+    nodes: list = []
+    index: dict[int, int] = {}  # id of a node -> its position in nodes
+    cells: list[tuple[Any, int]] = []
 
     def add(obj) -> int:
         k = index.get(id(obj))

@@ -10,7 +10,7 @@ the same on every path.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +20,7 @@ from .values import is_array, is_python_number, is_undefined
 
 tree_util = jax.tree_util
 
+_convert_internal: Callable[..., Any] | None  # a private JAX function
 try:  # keeps weak types (Python-scalar typing) through casts
     from jax._src.lax.lax import _convert_element_type as _convert_internal
 except ImportError:  # pragma: no cover - depends on the JAX version
@@ -182,7 +183,9 @@ def difference(a, b, path: str) -> str | None:
             if d:
                 return d
         return None
-    ta, tb = tree_util.tree_structure(a), tree_util.tree_structure(b)
+    # annotated: jaxlib ships no stubs, and mypy would read PyTreeDef as an unknown type
+    ta: tree_util.PyTreeDef = tree_util.tree_structure(a)
+    tb: tree_util.PyTreeDef = tree_util.tree_structure(b)
     if ta != tb:
         ca, cb = tree_util.tree_leaves(a), tree_util.tree_leaves(b)
         if len(ca) != len(cb):

@@ -29,6 +29,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 
+UnspecifiedValue: type | None  # a private JAX class
 try:
     from jax._src.sharding_impls import UnspecifiedValue
 except ImportError:  # pragma: no cover - another JAX version: jit options with shardings
@@ -118,14 +119,14 @@ def convert_arguments(f, e: Entry, resolve: Callable) -> Callable:
     """``f`` with the function arguments that ``e`` names resolved on each call."""
 
     def call(*args, **kwargs):
-        args = list(args)
+        positional = list(args)
         for i in e.positions:
-            if i < len(args):
-                args[i] = _function_argument(args[i], resolve)
+            if i < len(positional):
+                positional[i] = _function_argument(positional[i], resolve)
         for k in e.keywords:
             if k in kwargs:
                 kwargs[k] = _function_argument(kwargs[k], resolve)
-        out = f(*args, **kwargs)
+        out = f(*positional, **kwargs)
         return _naming_unbounded_loops(out) if e.reverse and callable(out) else out
 
     functools.update_wrapper(call, f)
@@ -235,22 +236,23 @@ def is_custom_derivative(f) -> bool:
 def rebuild_custom_derivative(f, resolve: Callable) -> Callable:
     """A ``custom_jvp``/``custom_vjp`` like ``f`` around converted functions."""
     fun = resolve(f.fun)
+    new: jax.custom_jvp | jax.custom_vjp
     try:
         if isinstance(f, jax.custom_jvp):
             jvp = f.jvp if f.jvp is None else resolve(f.jvp)
             if fun is f.fun and jvp is f.jvp:
                 return f
-            new = jax.custom_jvp(fun, nondiff_argnums=f.nondiff_argnums)
+            new = new_jvp = jax.custom_jvp(fun, nondiff_argnums=f.nondiff_argnums)
             if jvp is not None:
-                new.defjvp(jvp, symbolic_zeros=f.symbolic_zeros)
+                new_jvp.defjvp(jvp, symbolic_zeros=f.symbolic_zeros)
         else:
             fwd = f.fwd if f.fwd is None else resolve(f.fwd)
             bwd = f.bwd if f.bwd is None else resolve(f.bwd)
             if fun is f.fun and fwd is f.fwd and bwd is f.bwd:
                 return f
-            new = jax.custom_vjp(fun, nondiff_argnums=f.nondiff_argnums)
-            if fwd is not None:
-                new.defvjp(fwd, bwd, symbolic_zeros=f.symbolic_zeros,
+            new = new_vjp = jax.custom_vjp(fun, nondiff_argnums=f.nondiff_argnums)
+            if fwd is not None and bwd is not None:  # defvjp sets both
+                new_vjp.defvjp(fwd, bwd, symbolic_zeros=f.symbolic_zeros,
                            optimize_remat=getattr(f, "optimize_remat", False))
     except (TypeError, ValueError, AttributeError):
         return f

@@ -35,7 +35,7 @@ class Undefined:
     def __repr__(self) -> str:
         return f"Undefined({self.name!r})"
 
-    def _fail(self, *args, **kwargs):
+    def _fail(self, *args, **kwargs) -> NoReturn:
         where = self.where
         observed = f"no path through the code before this point assigns `{self.name}`"
         if self.deleted:
@@ -133,7 +133,7 @@ def branch_guard(extra=None):
     """Where the code being traced runs: the conjunction of the enclosing branches'
     guards (and ``extra``) as a traced bool, or ``True`` outside staged branches."""
     import jax.numpy as jnp
-    guard = True
+    guard: bool | jax.Array = True
     for g in _guards() + ([] if extra is None else [extra]):
         guard = g if guard is True else jnp.logical_and(guard, g)
     return guard

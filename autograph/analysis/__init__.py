@@ -24,15 +24,15 @@ def _functions(tree: gast.AST, kinds: tuple | None) -> list:
     own body (not a nested function's) holds a node of ``kinds``: one walk."""
     from autograph.analysis.activity import push_children
 
-    found = []  # (function, node types its own body holds)
-    stack = [(tree, None)]
+    found: list[tuple[gast.FunctionDef, set[type]]] = []  # (function, node types it holds)
+    stack: list[tuple[gast.AST, set[type] | None]] = [(tree, None)]
     pop = stack.pop
     while stack:
         node, owner = pop()
         if owner is not None:
             owner.add(type(node))
         if type(node) is gast.FunctionDef:  # its decorators and defaults are the owner's
-            inner = set()
+            inner: set[type] = set()
             found.append((node, inner))
             stack.extend((s, inner) for s in node.body)
             for part in (node.decorator_list, [node.args], [node.returns]):

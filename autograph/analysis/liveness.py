@@ -72,7 +72,7 @@ def statement(node, live_out: frozenset) -> frozenset:
         live_in = live
     elif isinstance(node, gast.Try):
         after = block(node.finalbody, live_out)
-        handlers = frozenset()
+        handlers: frozenset[str] = frozenset()
         for h in node.handlers:
             handlers |= block(h.body, after) | _reads(h.type)
         orelse = block(node.orelse, after)
@@ -118,7 +118,7 @@ def closure_reads(node: gast.FunctionDef) -> frozenset:
 
 
 # What is live when the function being analysed exits (its closures' reads).
-_exit_live = [frozenset()]
+_exit_live: list[frozenset[str]] = [frozenset()]
 
 
 def analyze_function(node: gast.FunctionDef) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from autograph.cli import dump, explain
 from autograph.cli.status import EXIT_OK, EXIT_USAGE, UsageError
@@ -51,8 +51,9 @@ def _parser() -> argparse.ArgumentParser:
         description="AutoGraph for JAX: show how Python control flow is converted to `lax`.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    color = dict(choices=("auto", "always", "never"), default="auto",
-                 help="ANSI colors: always, never, or auto (when stdout is a terminal)")
+    color: dict[str, Any] = dict(  # add_argument's keywords, shared by two commands
+        choices=("auto", "always", "never"), default="auto",
+        help="ANSI colors: always, never, or auto (when stdout is a terminal)")
 
     dump_parser = commands.add_parser(
         "dump", help="print the converted source of functions",

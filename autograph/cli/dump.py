@@ -48,7 +48,7 @@ def run(args, out, err) -> int:
         for fn in chosen:
             convert(fn)
             checked += 1
-            if fn.error is not None:
+            if fn.error_line is not None:  # set with fn.error
                 report(fn.error_line, fn.error)
                 if not (args.diff or args.check or args.outdir):
                     blocks.append(style.bold(header(fn)) + "\n"
