@@ -208,8 +208,10 @@ class OuterState:
     def __init__(self, fns, values=()):
         import types
 
-        self.cells, self.objects, self.containers = [], [], []
-        self.module = None
+        self.cells: list[tuple[Any, Any]] = []  # (cell, contents)
+        self.objects: list[tuple[Any, dict]] = []  # (object, its __dict__ then)
+        self.containers: list[tuple[Any, Any]] = []  # (list or dict, a shallow copy)
+        self.module: tuple[dict, dict] | None = None
         seen = set()
 
         def note(value):
