@@ -343,7 +343,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 return state
         x = seq.python_slice(k)
         if (st_any_traced(state) or (x is not None and st_any_traced(x))) and not _in_linen():
-            outside = st.OuterState((body, extra_test), state)
+            outside = st.OuterState((body, extra_test), state, names)
             try:
                 out = _scan_for(seq, k, body, state, names, extra_test)
                 changed = outside.changed()

@@ -205,8 +205,14 @@ class OuterState:
     from where it was.
     """
 
-    def __init__(self, fns, values=()):
+    def __init__(self, fns, values=(), carried=()):
         import types
+
+        # the cells of carried names a body updates itself (`nonlocal x` for a variable
+        # a closure reads): the loop hands them their values, they are not side effects
+        own = {id(cell) for fn in fns if isinstance(fn, types.FunctionType)
+               for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+               if name in carried}
 
         self.cells: list[tuple[Any, Any]] = []  # (cell, contents)
         self.objects: list[tuple[Any, dict]] = []  # (object, its __dict__ then)
@@ -224,6 +230,8 @@ class OuterState:
                 self.containers.append((value, dict(value)))
             elif isinstance(value, types.FunctionType):
                 for cell in value.__closure__ or ():
+                    if id(cell) in own:
+                        continue
                     try:
                         self.cells.append((cell, cell.cell_contents))
                     except ValueError:

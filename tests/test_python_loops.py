@@ -205,3 +205,24 @@ def test_side_effects_on_globals_of_a_long_loop_happen_once_per_iteration():
     with pytest.warns(UserWarning, match="runs unrolled"):
         jax.jit(autograph.convert(logs_to_a_global_list))(1.0)
     assert len(LOG) == 40
+
+
+def closure_over_a_carried_variable(x):
+    def shifted():
+        return x + 1.0
+
+    for i in range(40):
+        x = x * 1.01 + 0.001 * shifted()
+    return shifted()
+
+
+def test_a_closure_over_a_carried_variable_is_no_side_effect():
+    # the body updates `x`'s cell itself (the closure must see the new value):
+    # the loop stays one scan
+    import warnings
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*unrolled")
+        jaxpr = jax.make_jaxpr(autograph.convert(closure_over_a_carried_variable))(1.0)
+    assert "scan" in primitives(jaxpr)
+    np.testing.assert_allclose(jax.jit(autograph.convert(closure_over_a_carried_variable))(1.0),
+                               jax.jit(closure_over_a_carried_variable)(1.0), rtol=1e-6)
