@@ -138,11 +138,13 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                 elif _reverse_mode(state, (test, body)):
                     _note_unbounded_under_reverse()
             lifted = objects.lift(state, (test, body), "`while` loop")
+            outside = None
             if lifted is not None:  # Flax objects the body updates: carried, written back
                 out = lifted.finish(_staged_while(
                     lifted.wrap(test, returns_state=False), lifted.wrap(body),
                     lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), steps))
             else:
+                outside = st.OuterState((test, body), state, names)
                 out = _staged_while(test, body, state, names, steps)
             if bound is not None and limit is not None and bound.limit() != limit:
                 raise errors.LoopStateError(
@@ -151,6 +153,15 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                              f"changed from {limit} to {bound.limit()} while the body ran",
                     variable=bound.name,
                     fix="compute the limit before the loop, in a variable the body keeps")
+            changed = None if outside is None else outside.changed()
+            if outside is not None and changed is not None:
+                outside.restore()  # its trip count is traced: Python cannot run it
+                raise errors.LoopStateError(
+                    "a staged `while` loop's body cannot change what lies outside the loop",
+                    observed=f"the body changes {changed}; staged, its Python runs once "
+                             f"while tracing, not once per iteration",
+                    fix="carry the value in a local variable of the function (assigned "
+                        "in the loop, used after it)")
             return out
         if not c:
             return state

@@ -226,3 +226,24 @@ def test_a_closure_over_a_carried_variable_is_no_side_effect():
     assert "scan" in primitives(jaxpr)
     np.testing.assert_allclose(jax.jit(autograph.convert(closure_over_a_carried_variable))(1.0),
                                jax.jit(closure_over_a_carried_variable)(1.0), rtol=1e-6)
+
+
+def counts_in_a_traced_while(x, n):
+    calls = 0
+
+    def bump():
+        nonlocal calls
+        calls += 1
+
+    i = 0
+    while i < n:
+        bump()
+        x = x * 2.0
+        i += 1
+    return x, calls
+
+
+def test_a_traced_while_that_changes_a_counter_outside_is_refused():
+    assert autograph.convert(counts_in_a_traced_while)(1.0, 3) == (8.0, 3)
+    with pytest.raises(autograph.LoopStateError, match="cannot change what lies outside"):
+        jax.jit(autograph.convert(counts_in_a_traced_while))(1.0, jnp.int32(3))
