@@ -1,13 +1,16 @@
-"""Shared checks: golden source and behavioural equivalence with plain Python."""
+"""Shared checks: golden source, equivalence with plain Python, the catalogue's checks."""
 
 from __future__ import annotations
 
+import inspect
+import pathlib
 import textwrap
 import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import autograph
 from autograph import pipeline
@@ -35,7 +38,7 @@ def _to_jax(x):
         lambda a: jnp.asarray(a) if isinstance(a, (np.ndarray, np.generic)) else a, x)
 
 
-def _close(a, b, rtol):
+def _close(a, b, rtol=1e-5):
     la, ta = jax.tree_util.tree_flatten(a)
     lb, tb = jax.tree_util.tree_flatten(b)
     assert ta == tb, f"structures differ: {ta} vs {tb}"
@@ -83,3 +86,106 @@ def primitives(jaxpr) -> set:
 
     walk(jaxpr.jaxpr)
     return names
+
+
+# ---------------------------------------------------------------------------
+# The catalogue (tests/test_catalogue_*.py, docs/catalogue.md): every statement and expression
+# kind, one test per row, named after its row (``test_<row>``). A test compares
+# ``autograph.convert(f)`` with plain Python on Python/NumPy values (same value, same type) and
+# ``jax.jit(autograph.convert(f))`` with the plain result where traced values are meaningful; or
+# it asserts the exact error class and that the message (or the note autograph adds to a
+# traceback) names the test file's ``LINE`` (e.g. ``test_catalogue_statements.py:LINE``).
+# Where staging cannot give plain Python's behaviour, a row's test accepts a clear ``autograph``
+# error naming the line instead.
+
+
+class Box:
+    """An empty object that catalogue programs set and delete attributes on."""
+
+
+def _line(fn, snippet: str) -> int:
+    """The line of ``fn``'s file where ``snippet`` first occurs in ``fn``'s source."""
+    lines, start = inspect.getsourcelines(fn)
+    for i, text in enumerate(lines):
+        if snippet in text:
+            return start + i
+    raise AssertionError(f"{snippet!r} not in {fn.__name__}")
+
+
+def _file_line(fn, snippet: str) -> str:
+    """``FILE.py:LINE`` of ``snippet`` in ``fn``, as error messages name it."""
+    return f"{pathlib.Path(inspect.getsourcefile(inspect.unwrap(fn))).name}:{_line(fn, snippet)}"
+
+
+def _names_line(exc: BaseException, fn, snippet: str) -> None:
+    where = _file_line(fn, snippet)
+    text = str(exc) + "\n" + "\n".join(getattr(exc, "__notes__", ()))
+    assert where in text, f"{where} not named in:\n{text}"
+
+
+def _raises(cls, call, fn, snippet: str) -> BaseException:
+    """``call()`` raises exactly ``cls``, naming the line of ``snippet`` in ``fn``."""
+    with pytest.raises(BaseException) as info:
+        call()
+    assert type(info.value) is cls, f"{type(info.value).__name__}: {info.value}"
+    _names_line(info.value, fn, snippet)
+    return info.value
+
+
+def _rejected(fn, snippet: str, construct: str) -> None:
+    """Conversion of ``fn`` fails with a ConversionError at ``snippet``'s line."""
+    e = _raises(autograph.ConversionError, lambda: autograph.convert(fn), fn, snippet)
+    assert construct in str(e) and "not supported" in str(e) and "fix:" in str(e)
+
+
+def _identical(got, want) -> None:
+    lg, tg = jax.tree_util.tree_flatten(got)
+    lw, tw = jax.tree_util.tree_flatten(want)
+    assert tg == tw, f"structures differ: {tg} vs {tw}"
+    for a, b in zip(lg, lw):
+        assert type(a) is type(b), f"{type(a).__name__} vs {type(b).__name__}"
+        if isinstance(b, (np.ndarray, np.generic, jax.Array)):
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        else:
+            assert a == b, f"{a!r} vs {b!r}"
+
+
+def _py(fn, *args, **kwargs):
+    """``convert(fn)`` on Python/NumPy values gives exactly ``fn``'s result."""
+    want = fn(*args, **kwargs)
+    _identical(autograph.convert(fn)(*args, **kwargs), want)
+    return want
+
+
+def _jit(fn, *args, static_argnums=(), **kwargs):
+    """``jax.jit(convert(fn))`` on traced values gives ``fn``'s Python result."""
+    want = fn(*args, **kwargs)
+    jf = jax.jit(autograph.convert(fn), static_argnums=static_argnums)
+    got = jf(*[a if i in static_argnums else _to_jax(a) for i, a in enumerate(args)], **kwargs)
+    _close(got, want)
+    return got
+
+
+def _both(fn, *arg_sets, static_argnums=()):
+    for args in arg_sets:
+        _py(fn, *args)
+        _jit(fn, *args, static_argnums=static_argnums)
+
+
+def _fixed_or_rejected(fn, snippets, run, want):
+    """``run()`` gives ``want``, or an autograph error names one of
+    the lines of ``snippets`` (a string or a tuple of strings)."""
+    try:
+        got = run()
+    except autograph.AutographError as e:
+        lines = [_file_line(fn, s)
+                 for s in ((snippets,) if isinstance(snippets, str) else snippets)]
+        assert any(line in str(e) for line in lines), f"none of {lines} in:\n{e}"
+        return
+    _close(got, want)
+
+
+def count(f) -> int:
+    """How many times the ``autograph.function`` ``f`` has traced."""
+    return f.experimental_get_tracing_count()

@@ -2,7 +2,7 @@
 
 Their index and the Python numbers they carry keep Python's meaning, so every
 program here gives what plain `jax.jit` gives; longer loops are staged as one
-`lax.scan` (see test_loops.py).
+`lax.scan` (see test_loops_staging.py).
 """
 
 import jax

@@ -1,0 +1,289 @@
+"""When loops stage: conditions that become traced, iterables, nested loops, return in loops."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import autograph
+from autograph import convert as conv
+from tests.helpers import check_equivalent, primitives
+
+# ---------------------------------------------------------------------------
+# A Python condition that becomes traced
+
+
+def count_up(n):
+    i = 0
+    s = 0
+    while i < n:
+        s = s + i
+        i = i + 1
+    return s
+
+
+def test_python_start_traced_bound():
+    check_equivalent(count_up, *[(np.int32(n),) for n in (0, 1, 6)])
+    assert "while" in primitives(jax.make_jaxpr(conv(count_up))(3))
+
+
+def grow_until(x, y):
+    x = 1.0  # Python float: the first test is Python
+    n = 0
+    while x < 100.0:
+        x = x * y  # traced from the first iteration on
+        n = n + 1
+    return x, n
+
+
+def test_condition_becomes_traced_after_first_iteration():
+    check_equivalent(grow_until, (None, np.float32(3.0)), (None, np.float32(150.0)))
+
+
+def python_iterations_then_staged(x):
+    s = 0.0
+    for i in range(5):
+        if i == 2:
+            s = s + x  # state becomes traced at i == 2
+        s = s * 2.0 + i
+    return s
+
+
+def test_for_state_becomes_traced_mid_loop():
+    check_equivalent(python_iterations_then_staged, (np.float32(1.5),))
+
+
+def test_python_only_loop_runs_in_python_under_jit():
+    calls = []
+
+    def side(i):
+        calls.append(i)
+        return i
+
+    def f(x):
+        s = 0
+        i = 0
+        while i < 3:
+            s = s + side(i)
+            i = i + 1
+        return x + s
+
+    out = jax.jit(conv(f))(jnp.float32(1.0))
+    assert float(out) == 4.0
+    assert calls == [0, 1, 2]  # plain Python iterations, traced once
+
+
+# ---------------------------------------------------------------------------
+# Iterables: enumerate, zip, reversed, Python containers
+
+
+def enum_zip_rev(xs, ys):
+    s = 0.0
+    for i, (x, y) in enumerate(zip(reversed(xs), ys), 1):
+        s = s * 0.5 + i * x - y
+    return s
+
+
+def rev_range(x):
+    for i in reversed(range(2, 9, 3)):
+        x = x * 10.0 + i
+    return x
+
+
+def zip_range_array(xs):
+    s = 0.0
+    for i, x in zip(range(10), xs):
+        s = s + i * x
+    return s
+
+
+def test_enumerate_zip_reversed(staged_small_loops):
+    xs = np.arange(1.0, 6.0, dtype=np.float32)
+    ys = np.arange(10.0, 14.0, dtype=np.float32)
+    check_equivalent(enum_zip_rev, (xs, ys), (ys, xs))
+    check_equivalent(rev_range, (np.float32(0.0),))
+    check_equivalent(zip_range_array, (xs,))
+    jaxpr = jax.make_jaxpr(conv(enum_zip_rev))(jnp.asarray(xs), jnp.asarray(ys))
+    assert "scan" in primitives(jaxpr)
+
+
+def enumerate_traced_range(x, n):
+    for i, j in enumerate(range(n), 1):
+        x = x * 2.0 + i * j
+    return x
+
+
+def reversed_traced_range(x, n):
+    for i in reversed(range(n)):
+        x = x * 10.0 + i
+    return x
+
+
+def test_enumerate_and_reversed_of_traced_range():
+    # `range(n)` with a traced `n` is staged as a lax.while_loop; wrapping it
+    # in enumerate/reversed must keep Python's results.
+    for fn in (enumerate_traced_range, reversed_traced_range):
+        check_equivalent(fn, *[(np.float32(1.0), np.int32(n)) for n in (0, 1, 4)])
+
+
+def over_list(x):
+    ws = [1.0, 2.0, 3.0]
+    for w in ws:
+        x = x * w + 1.0
+    return x
+
+
+def over_dict(x):
+    d = {"a": 1.0, "b": 2.0}
+    for k in d:
+        x = x * d[k]
+    return x
+
+
+def over_list_of_arrays(x, y):
+    for v in [x, y, x]:
+        if v > 0:
+            x = x + v
+    return x
+
+
+def test_python_containers_stay_python():
+    check_equivalent(over_list, (np.float32(0.5),))
+    check_equivalent(over_dict, (np.float32(0.5),))
+    check_equivalent(over_list_of_arrays, (np.float32(1.0), np.float32(-2.0)),
+                     (np.float32(-1.0), np.float32(2.0)))
+    for fn, args in ((over_list, (1.0,)), (over_dict, (1.0,))):
+        prims = primitives(jax.make_jaxpr(conv(fn))(*args))
+        assert not prims & {"scan", "while"}, prims
+    prims = primitives(jax.make_jaxpr(conv(over_list_of_arrays))(1.0, 2.0))
+    assert not prims & {"scan", "while"} and "cond" in prims
+
+
+def test_staging_kinds():
+    def static_range(x):
+        for i in range(100):
+            x = x * 0.5 + i
+        return x
+
+    def traced_range(x, n):
+        for i in range(n):
+            x = x * 0.5 + i
+        return x
+
+    def plain_while(x):
+        while x < 10.0:
+            x = x * 2.0
+        return x
+
+    def bounded_while(x):
+        while x < 10.0:
+            autograph.set_loop_options(maximum_iterations=8)
+            x = x * 2.0
+        return x
+
+    p = primitives(jax.make_jaxpr(conv(static_range))(1.0))
+    assert "scan" in p and "while" not in p
+    p = primitives(jax.make_jaxpr(conv(traced_range))(1.0, 3))
+    assert "while" in p and "scan" not in p
+    p = primitives(jax.make_jaxpr(conv(plain_while))(1.0))
+    assert "while" in p
+    # evaluated, a bounded loop is a `while_loop` that stops when its test
+    # fails; differentiated, it is the bounded `scan` form
+    p = primitives(jax.make_jaxpr(conv(bounded_while))(1.0))
+    assert "custom_jvp_call" in p and "while" in p and "scan" not in p
+    p = primitives(jax.make_jaxpr(jax.grad(conv(bounded_while)))(1.0))
+    assert "scan" in p and "while" not in p
+
+
+def capped(x):
+    while x < 1e9:
+        autograph.set_loop_options(maximum_iterations=3)
+        x = x * 2.0
+    return x
+
+
+def capped_python(x):
+    i = 0
+    while i < 10:
+        autograph.set_loop_options(maximum_iterations=3)
+        i = i + 1
+    return x + i
+
+
+def test_maximum_iterations_caps_staged_loop_only():
+    assert float(jax.jit(conv(capped))(jnp.float32(1.0))) == 8.0
+    # fewer iterations than the cap: stops on its test, as in Python
+    np.testing.assert_allclose(jax.jit(conv(capped))(jnp.float32(6e8)), capped(6e8), rtol=1e-6)
+    # A loop that runs in Python ignores the option, as the plain function does.
+    assert float(jax.jit(conv(capped_python))(jnp.float32(0.5))) == capped_python(0.5) == 10.5
+
+
+# ---------------------------------------------------------------------------
+# Nested loops and return inside loops
+
+
+def nested_mixed(m, n):
+    total = 0.0
+    i = 0
+    while i < n:
+        for row in m:
+            for v in row:
+                if v > i:
+                    continue
+                total = total + v * i
+        i = i + 1
+    return total
+
+
+def test_nested_while_for_for():
+    m = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    check_equivalent(nested_mixed, *[(m, np.int32(n)) for n in (0, 1, 4)])
+
+
+def find_first(xs, t):
+    for x in xs:
+        if x > t:
+            return x
+    return -1.0
+
+
+def find_index_while(xs, t):
+    i = 0
+    while i < xs.shape[0]:
+        if xs[i] > t:
+            return i
+        i = i + 1
+    return -1
+
+
+def find_in_matrix(m, t):
+    for row in m:
+        for v in row:
+            if v > t:
+                return v * 10.0
+        t = t + 0.5
+    return t
+
+
+def return_in_range_else(x, n):
+    for i in range(n):
+        x = x * 2.0
+        if x > 20.0:
+            return x, i
+    else:
+        x = -x
+    return x, -1
+
+
+def test_return_inside_loops_every_path():
+    xs = np.array([1.0, 5.0, 2.0, 7.0], np.float32)
+    ts = [(xs, np.float32(t)) for t in (0.0, 4.0, 6.0, 9.0)]
+    check_equivalent(find_first, *ts)
+    check_equivalent(find_index_while, *ts)
+    m = xs.reshape(2, 2)
+    check_equivalent(find_in_matrix, *[(m, np.float32(t)) for t in (0.0, 1.5, 6.9, 9.0)])
+    check_equivalent(return_in_range_else,
+                     *[(np.float32(1.0), np.int32(n)) for n in (0, 1, 3, 8)])
+    check_equivalent(return_in_range_else, *[(np.float32(1.0), n) for n in (0, 3, 8)],
+                     static_argnums=(1,))
