@@ -253,3 +253,15 @@ def cell_params(state, captured, namer, origin):
     copies = {n: namer.new(n) for n in state if n in captured}
     params = tuple(copies.get(n, n) for n in state)
     return params, shared_cells(tuple(copies), {n: copies[n] for n in copies}, origin)
+
+
+def with_returns(stmts: list[gast.stmt], names, return_values) -> list[gast.stmt]:
+    """Adds ``returns=(...)`` to the operator call ending ``stmts`` when some of
+    ``names`` hold the function's return value (a role the runtime's messages
+    name, never guessed from the variable's name)."""
+    returns = tuple(n for n in names if n in return_values)
+    if returns:
+        call = stmts[-1].value
+        call.keywords.append(gast.keyword(arg="returns", value=literal(returns)))
+    return stmts
+

@@ -24,7 +24,13 @@ from autograph.analysis import Analysis, activity, carried
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.scopes import FunctionScopes
-from autograph.templates import cell_params, mark_generated, shared_cells, state_init
+from autograph.templates import (
+    cell_params,
+    mark_generated,
+    shared_cells,
+    state_init,
+    with_returns,
+)
 
 NODES = (gast.For,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -98,14 +104,16 @@ class Lowering(FunctionScopes):
         common = dict(STATE=state, ITERABLE=iterable, BODY_FN=body_fn, INIT=init,
                       NAMES=templates.literal(state))
         if extra is None:
-            return stmts + _CALL.substitute(node, **common)
+            return stmts + with_returns(_CALL.substitute(node, **common), state,
+                                        self.ctx.return_values)
         test_params, test_shared = cell_params(state, self.captured, namer, node)
         test = _TEST.substitute(node, TEST_FN=test_fn, PARAMS=test_params, TEST=extra,
                                 SHARED=test_shared or [gast.Pass()])
         if not test_shared:
             test[0].body = test[0].body[1:]
         stmts = mark_generated(test) + stmts  # the test first, as for `while`
-        return stmts + _CALL_TEST.substitute(node, TEST_FN=test_fn, **common)
+        return stmts + with_returns(_CALL_TEST.substitute(node, TEST_FN=test_fn, **common),
+                                    state, self.ctx.return_values)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

@@ -27,7 +27,7 @@ from autograph.analysis import Analysis, carried
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.scopes import FunctionScopes
-from autograph.templates import mark_generated, shared_cells, state_init
+from autograph.templates import mark_generated, shared_cells, state_init, with_returns
 
 NODES = (gast.If,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -86,11 +86,7 @@ class Lowering(FunctionScopes):
                 stmts += _CALL_EXITS.substitute(node, EXITS=templates.literal(exits), **args)
             else:
                 stmts += _CALL.substitute(node, **args)
-            returns = tuple(o for o in outputs if o in self.ctx.return_values)
-            if returns:  # the role of the return value, for the runtime's messages
-                call = stmts[-1].value
-                call.keywords.append(gast.keyword(arg="returns",
-                                                  value=templates.literal(returns)))
+            stmts = with_returns(stmts, outputs, self.ctx.return_values)
         else:
             stmts += _CALL_NO_OUTPUTS.substitute(node, TEST=node.test, TRUE_FN=true_fn,
                                                  FALSE_FN=false_ref, INIT=init)

@@ -38,7 +38,7 @@ from autograph.analysis import Analysis, carried
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.scopes import FunctionScopes
-from autograph.templates import cell_params, mark_generated, state_init
+from autograph.templates import cell_params, mark_generated, state_init, with_returns
 
 NODES = (gast.While,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
@@ -192,12 +192,14 @@ class Lowering(FunctionScopes):
         names = templates.literal(state)
         bound = counter_bound(node, body, state) if opts is None else None
         if bound is not None:
-            return stmts + _CALL_BOUND.substitute(node, STATE=state, INIT=init, NAMES=names,
-                                                  BOUND=bound, **common)
-        if opts is None:
-            return stmts + _CALL.substitute(node, STATE=state, INIT=init, NAMES=names, **common)
-        return stmts + _CALL_OPTS.substitute(node, STATE=state, INIT=init, NAMES=names,
-                                             OPTS=opts, **common)
+            call = _CALL_BOUND.substitute(node, STATE=state, INIT=init, NAMES=names, BOUND=bound,
+                                          **common)
+        elif opts is None:
+            call = _CALL.substitute(node, STATE=state, INIT=init, NAMES=names, **common)
+        else:
+            call = _CALL_OPTS.substitute(node, STATE=state, INIT=init, NAMES=names, OPTS=opts,
+                                         **common)
+        return stmts + with_returns(call, state, self.ctx.return_values)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

@@ -29,6 +29,7 @@ type, shape or structure changes across an iteration raises
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -77,6 +78,30 @@ class Steps(NamedTuple):
     test_bounds: bool = False  # the test itself stops the loop within `maximum` steps
 
 
+def _names_the_return_value(loop):
+    """Makes ``loop`` take ``returns=``: which of its names holds the function's
+    return value. A carry error about that name is said of the return value: a
+    function that returns inside a staged loop must return one kind of value on
+    every path (a `return` in the loop and none after it returns ``None``)."""
+    @functools.wraps(loop)
+    def run(*args, returns: Sequence[str] = (), **kwargs):
+        try:
+            return loop(*args, **kwargs)
+        except errors.LoopStateError as e:
+            if e.variable is None or e.variable not in returns:
+                raise
+            raise errors.LoopStateError(
+                "a function that returns inside a staged loop must return the same kind of "
+                "value on every path",
+                observed=(e.observed or "").replace(f"`{e.variable}`", "the return value"),
+                location=e.location,
+                fix="return a value of that kind on the other paths too (e.g. a `return` "
+                    "after the loop), or keep the result in a variable and return it after "
+                    "the loop") from None
+    return run
+
+
+@_names_the_return_value
 def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                init: Sequence[Any], *, names: Sequence[str],
                opts: Mapping[str, Any] | None = None,
@@ -289,6 +314,7 @@ def _stabilizer(carry):
 # for
 
 
+@_names_the_return_value
 def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
              init: Sequence[Any], *, names: Sequence[str],
              extra_test: Callable[..., Any] | None = None) -> tuple:

@@ -314,3 +314,20 @@ def test_missing_return_on_traced_condition_is_an_error(fn):
     assert "every path" in msg and "return a value" in msg
     assert "observed:" in msg and "variable:" in msg and "fix:" in msg
     assert "return" in msg.split("fix:")[1]
+
+
+def returns_in_the_loop_only(n):
+    for _ in range(n):
+        return 1
+
+
+def test_a_loop_that_returns_names_the_return_value_in_its_errors():
+    # `retval` is the function's result: the converter says so (`returns=`), and a
+    # staged loop's error speaks of the return value, not of a generated name
+    assert "returns=('retval',)" in autograph.to_code(returns_in_the_loop_only)
+    assert autograph.convert(returns_in_the_loop_only)(2) == 1
+    with pytest.raises(autograph.LoopStateError,
+                       match="returns inside a staged loop must return the same kind") as e:
+        jax.jit(autograph.convert(returns_in_the_loop_only))(jnp.int32(2))
+    assert "the return value is None before the loop" in str(e.value)
+    assert "retval" not in str(e.value)
