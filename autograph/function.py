@@ -250,7 +250,7 @@ class Function(functools.partial):
         calls, last_trace, use = self._calls_cell, self._last_trace_call, self._use_entry
         if self.input_signature is not None:
             def checked_entry(*args, **kwargs):
-                if ever_eager[0] and eager():
+                if ever_eager[0] and eager() and not _any_tracer(args, kwargs):
                     return python_function(*args, **kwargs)
                 try:
                     return general(args, kwargs)
@@ -260,7 +260,7 @@ class Function(functools.partial):
             return checked_entry
         if counting or ever_eager[0]:
             def counting_entry(*args, **kwargs):
-                if ever_eager[0] and eager():
+                if ever_eager[0] and eager() and not _any_tracer(args, kwargs):
                     return python_function(*args, **kwargs)
                 try:
                     out = general(args, kwargs)
@@ -562,7 +562,7 @@ class _BoundFunction:
         self.__wrapped__ = function.__wrapped__
 
     def __call__(self, *args, **kwargs):
-        if modes.EVER_EAGER[0] and modes.eager():
+        if modes.EVER_EAGER[0] and modes.eager() and not _any_tracer(args, kwargs):
             return self._function.python_function(self._obj, *args, **kwargs)
         try:
             return self._function._call_general((self._obj,) + args, kwargs, bound=True)
@@ -588,6 +588,13 @@ class _BoundFunction:
     @property
     def python_function(self):
         return self._function.python_function.__get__(self._obj)
+
+
+def _any_tracer(args, kwargs) -> bool:
+    """Whether a call is being traced (inside ``jax.jit``, ``jax.vmap``, ...): eager mode
+    then still traces the function, as ``tf.function`` does inside a graph."""
+    return any(isinstance(leaf, jax.core.Tracer)
+               for leaf in jax.tree_util.tree_leaves((args, kwargs)))
 
 
 def _hashable(value) -> bool:

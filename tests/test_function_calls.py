@@ -298,3 +298,17 @@ def test_run_functions_eagerly_applies_to_other_threads(eager_off):
     finally:
         autograph.run_functions_eagerly(False)
     assert len(log) == 3  # process-wide, as tf.config.run_functions_eagerly
+
+
+def test_eager_mode_still_traces_a_call_on_tracers():
+    # as `tf.function` inside a graph: eager mode is for calls with concrete values
+    @autograph.function
+    def sign_flip(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with autograph.run_eagerly():
+        assert jax.jit(lambda v: sign_flip(v) + 1)(jnp.ones(2)).tolist() == [2.0, 2.0]
+        assert jax.vmap(sign_flip)(-jnp.ones((3, 2))).tolist() == [[1.0, 1.0]] * 3
+        assert sign_flip(jnp.ones(2)).tolist() == [1.0, 1.0]
