@@ -11,7 +11,8 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
   vectors (``jnp.any(w > a)``, ``v.sum() > x``), ``and``/``or``/``not``;
 * ``while`` loops bounded by a counter (``i1 < n`` with ``i1 += 1``; a loop
   whose increment comes last has no ``continue``), ``for`` over static
-  ranges, traced ranges (``range(n)``, ``range(k % 4)``) and arrays;
+  ranges (short ones, which run as Python loops, and ones of 19-20 steps,
+  which are staged), traced ranges (``range(n)``, ``range(k % 4)``) and arrays;
 * ``break``, ``continue`` and ``return`` at the end of blocks at any depth,
   nesting up to depth 3, and locals first assigned inside loops and
   branches (occasionally read where they may be unassigned);
@@ -615,8 +616,10 @@ class Generator:
         targets = [i]
         at_least_once = False
         if kind == "static":
-            it = ch.pick(["range(3)", "range(2)", "range(1, 4)", "range(4, 0, -1)", "range(0)"],
-                         [3, 2, 1, 1, 0.3])
+            # past `runtime.loops.PYTHON_TRIPS` (16) a static loop is staged as one scan
+            it = ch.pick(["range(3)", "range(2)", "range(1, 4)", "range(4, 0, -1)", "range(0)",
+                          "range(20)", "range(19, 0, -1)"],
+                         [3, 2, 1, 1, 0.3, 1.5, 0.5])
             at_least_once = it != "range(0)"
             head = f"for {i} in {it}:"
         elif kind == "traced":
