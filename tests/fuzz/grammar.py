@@ -619,7 +619,7 @@ class Generator:
             # past `runtime.loops.PYTHON_TRIPS` (16) a static loop is staged as one scan
             it = ch.pick(["range(3)", "range(2)", "range(1, 4)", "range(4, 0, -1)", "range(0)",
                           "range(20)", "range(19, 0, -1)"],
-                         [3, 2, 1, 1, 0.3, 1.5, 0.5])
+                         [3, 2, 1, 1, 0.3, 0.6, 0.2])
             at_least_once = it != "range(0)"
             head = f"for {i} in {it}:"
         elif kind == "traced":
