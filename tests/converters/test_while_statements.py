@@ -276,3 +276,35 @@ def array_state(v, n):
 def test_array_valued_state():
     v = np.array([1.0, 2.0, 3.0], dtype=np.float32)
     check_equivalent(array_state, (v, np.int32(0)), (v, np.int32(1)), (v, np.int32(7)))
+
+
+def test_golden_counter_stepped_after_a_break_keeps_its_bound():
+    # `loop_counters` finds `j += 1` before the break pass moves it into `if_false`
+    assert_golden("""
+        def f(x):
+            j = 0
+            while j < 30:
+                x = x + 1.0
+                if x > 10.0:
+                    break
+                j += 1
+            return x
+    """, """
+        def f(x):
+            j = 0
+            did_break = False
+            def loop_test(did_break, j, x):
+                return ag__.and_(ag__.not_(did_break), lambda: j < 30)
+            def loop_body(did_break, j, x):
+                x = x + 1.0
+                def if_true(did_break, j):
+                    did_break = True
+                    return (did_break, j)
+                def if_false(did_break, j):
+                    j += 1
+                    return (did_break, j)
+                (did_break, j) = ag__.if_stmt(x > 10.0, if_true, if_false, (did_break, j), names=('did_break', 'j'))
+                return (did_break, j, x)
+            (did_break, j, x) = ag__.while_stmt(loop_test, loop_body, (did_break, j, x), names=('did_break', 'j', 'x'), bound=('j', '<', lambda: 30, 1))
+            return x
+    """)
