@@ -181,16 +181,26 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             changed = None if outside is None else outside.changed()
             if outside is not None and changed is not None:
                 outside.restore()  # its trip count is traced: Python cannot run it
-                raise errors.LoopStateError(
-                    "a staged `while` loop's body cannot change what lies outside the loop",
-                    observed=f"the body changes {changed}; staged, its Python runs once "
-                             f"while tracing, not once per iteration",
-                    fix="carry the value in a local variable of the function (assigned "
-                        "in the loop, used after it)")
+                raise _changes_outside("while", changed)
             return out
         if not c:
             return state
         state = tuple(body(*state))
+
+
+def _changes_outside(loop: str, changed: str) -> errors.LoopStateError:
+    """The error for a staged loop body that changes ``changed`` (see ``state.OuterState``)."""
+    return errors.LoopStateError(
+        f"a staged `{loop}` loop's body cannot change what lies outside the loop",
+        observed=f"the body changes {changed}; staged, its Python runs once while tracing, "
+                 f"not once per iteration",
+        fix="carry the value in a local variable of the function (assigned in the loop, used "
+            "after it)")
+
+
+def _items_from(seq: Seq, k: int):
+    """The items of ``seq`` from index ``k`` on, for a loop that runs as Python."""
+    return (seq.element(j, seq.python_slice(j)) for j in range(k, seq.n))
 
 
 def _reverse_mode(state, fns) -> bool:
@@ -370,8 +380,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
     while k < seq.n:
         if type(seq.n) is int and seq.n - k <= PYTHON_TRIPS:
             # as under `jax.jit`: the index and Python numbers keep Python's meaning
-            rest = (seq.element(j, seq.python_slice(j)) for j in range(k, seq.n))
-            return _python_for(rest, body, state, names, extra_test)
+            return _python_for(_items_from(seq, k), body, state, names, extra_test)
         if extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
@@ -385,12 +394,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 out = _scan_for(seq, k, body, state, names, extra_test)
                 changed = outside.changed()
                 if changed is not None:
-                    raise errors.LoopStateError(
-                        "a staged `for` loop's body cannot change what lies outside the loop",
-                        observed=f"the body changes {changed}; staged, its Python runs once "
-                                 f"while tracing, not once per iteration",
-                        fix="carry the value in a local variable of the function (assigned "
-                            "in the loop, used after it)")
+                    raise _changes_outside("for", changed)
                 return out
             except Exception as e:  # noqa: BLE001 - any staging failure: Python can still run it
                 # Never worse than `jax.jit`, which unrolls this loop: a static
@@ -404,8 +408,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     raise
                 outside.restore()  # what the staging attempt changed, run again by Python
                 _warn_unrolled(e)
-                return _python_for((seq.element(j, seq.python_slice(j)) for j in range(k, seq.n)),
-                                   body, state, names, extra_test)
+                return _python_for(_items_from(seq, k), body, state, names, extra_test)
         state = tuple(body(seq.element(k, x), *state))
         k += 1
     return state

@@ -280,11 +280,9 @@ class OuterState:
             for key, value in before.items():
                 if current.get(key, _MISSING) is not value:
                     return f"the global `{key}`"
-        for obj, before in self.objects:
-            now = getattr(obj, "__dict__", {})
-            for key in set(before) | set(now):
-                if before.get(key, _MISSING) is not now.get(key, _MISSING):
-                    return f"attribute `{key}` of a `{type(obj).__name__}` object"
+        hit = mutated_attribute(self.objects)
+        if hit is not None:
+            return f"attribute `{hit[1]}` of a `{type(hit[0]).__name__}` object"
         for container, before in self.containers:
             if len(container) != len(before) or any(
                     a is not b for a, b in zip(_items(container), _items(before))):
