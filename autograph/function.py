@@ -27,6 +27,7 @@ import jax
 import numpy as np
 
 from autograph import api, errors, modes
+from autograph import dispatch as _dispatch
 from autograph.concrete import (
     BoundConcreteFunction,
     ConcreteFunction,
@@ -273,6 +274,11 @@ class Function(functools.partial):
             return counting_entry
 
         n_required, tail, with_defaults = self._n_required, self._keyed_tail, self._with_defaults
+        if (n_positional >= 0 and n_required == n_positional and not self._jit_kwargs
+                and not self._user_argnums and not self._user_argnames):
+            cpp = _dispatch.cpp_entry(self._name, jit, n_positional, general, reraise)
+            if cpp is not None:
+                return cpp  # plain array calls stay in jax.jit's C++ dispatch
 
         def entry(first=_NO_ARG, /, *rest, **kwargs):
             try:  # (costs nothing until an exception)

@@ -1,0 +1,119 @@
+"""Calls that reach ``autograph.function`` through ``jax.jit``'s C++ dispatch.
+
+Once a function has been called ``RETRACE_WINDOW`` times without a trace, its
+calls of plain arrays never enter Python; every other call must still take the
+Python path that keys Python values by value, fills defaults and raises the
+user's own exceptions.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from autograph import dispatch
+from autograph.function import RETRACE_WINDOW
+
+
+def _settled(fn, *args):
+    """Calls ``fn`` until it has left the retrace window."""
+    for _ in range(RETRACE_WINDOW + 2):
+        fn(*args)
+    return fn
+
+
+def _sign_scale(x, y):
+    if y > 1:
+        return x * y
+    return x - y
+
+
+def test_this_jax_gets_the_cpp_dispatcher():
+    assert dispatch._constructor() is not None
+    f = _settled(autograph.function(lambda x: x + 1), jnp.ones(3))
+    assert type(f.func).__name__ == "PjitFunction"
+
+
+def test_array_calls_after_settling_match_python():
+    f = autograph.function(_sign_scale)
+    _settled(f, jnp.ones(3), jnp.float32(2.0))
+    traces = f.experimental_get_tracing_count()
+    for y in (3.0, 0.5, -1.0):
+        x = jnp.arange(3.0)
+        np.testing.assert_allclose(f(x, jnp.float32(y)), _sign_scale(np.arange(3.0), y))
+    assert f.experimental_get_tracing_count() == traces
+
+
+def test_python_numbers_still_keyed_by_value_after_settling():
+    calls = []
+
+    def probe(x, y):
+        calls.append(y)
+        return _sign_scale(x, y)
+
+    f = autograph.function(probe)
+    _settled(f, jnp.ones(3), jnp.float32(2.0))
+    x = jnp.arange(3.0)
+    for y in (2.0, 0.5, 2.0, 0.5):
+        np.testing.assert_allclose(f(x, y), _sign_scale(np.arange(3.0), y))
+    # each distinct Python value traced once, as a Python value (not a tracer)
+    assert [v for v in calls if isinstance(v, float)] == [2.0, 0.5]
+
+
+def test_keywords_numpy_and_tracers_after_settling():
+    f = autograph.function(_sign_scale)
+    _settled(f, jnp.ones(3), jnp.float32(2.0))
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(f(x, y=jnp.float32(0.5)), _sign_scale(np.arange(3.0), 0.5))
+    np.testing.assert_allclose(f(np.arange(3.0), np.float32(3.0)), np.arange(3.0) * 3.0)
+    grad = jax.grad(lambda y: f(x, y).sum())(jnp.float32(3.0))
+    np.testing.assert_allclose(grad, 3.0)
+    grad = jax.grad(lambda y: f(x, y).sum())(jnp.float32(0.5))
+    np.testing.assert_allclose(grad, -3.0)
+    out = jax.vmap(f, in_axes=(None, 0))(x, jnp.array([0.5, 2.0]))
+    np.testing.assert_allclose(out, [np.arange(3.0) - 0.5, np.arange(3.0) * 2.0])
+
+
+def test_user_exception_after_settling():
+    @autograph.function
+    def positive(x):
+        assert x.sum() > 0, "needs a positive sum"
+        return x
+
+    _settled(positive, jnp.ones(3))
+    for _ in range(3):
+        with pytest.raises(AssertionError, match="needs a positive sum"):
+            positive(-jnp.ones(3))
+    np.testing.assert_allclose(positive(jnp.ones(3)), 1.0)
+
+
+def test_retrace_after_settling_counts_again():
+    f = _settled(autograph.function(lambda x: x * 2), jnp.ones(1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(2, 10):
+            np.testing.assert_allclose(f(jnp.ones(n)), 2.0)
+    assert any("traced" in str(w.message) for w in caught)
+    assert f.experimental_get_tracing_count() == 9
+
+
+def test_clear_caches_after_settling():
+    f = _settled(autograph.function(lambda x: x - 1), jnp.ones(2))
+    jax.clear_caches()
+    np.testing.assert_allclose(f(jnp.ones(2)), 0.0)
+    np.testing.assert_allclose(f(jnp.full(2, 5.0)), 4.0)
+
+
+def test_defaults_keep_the_python_entry():
+    def with_default(x, scale=2.0):
+        return x * scale
+
+    f = _settled(autograph.function(with_default), jnp.ones(2))
+    assert type(f.func).__name__ != "PjitFunction"
+    np.testing.assert_allclose(f(jnp.ones(2)), 2.0)
+    np.testing.assert_allclose(f(jnp.ones(2), 3.0), 3.0)
