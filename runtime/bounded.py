@@ -34,6 +34,8 @@ import jax.extend.core as jax_core
 import jax.numpy as jnp
 from jax import lax
 
+from .jaxprs import make_jaxpr
+
 BASE = 16  # most steps in one level of the bounded form
 
 __all__ = ["counted_loop", "level_sizes"]
@@ -75,8 +77,8 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
     k_aval = jax.ShapeDtypeStruct((), jnp.int32)
 
     def trace(arrays):
-        return (jax.make_jaxpr(lambda a: jnp.asarray(test(list(a)), bool))(arrays),
-                jax.make_jaxpr(lambda a, k: list(body(list(a), k)))(arrays, k_aval))
+        return (make_jaxpr(lambda a: jnp.asarray(test(list(a)), bool), arrays),
+                make_jaxpr(lambda a, k: list(body(list(a), k)), arrays, k_aval))
 
     test_jaxpr, body_jaxpr = trace(arrays)
     for _ in range(2):  # promoting one dtype may promote another on the next step

@@ -16,6 +16,7 @@ from autograph import errors
 from . import objects, run_time_errors
 from . import state as st
 from .conditions import condition
+from .jaxprs import make_jaxpr
 from .side_effects import FString, Raised, user_raised
 from .values import (
     UndefinedReturn,
@@ -234,7 +235,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             return rec.arrays()
         try:
             with staging(), taken_when(branch.taken(pred)):
-                branch.jaxpr = jax.make_jaxpr(run)()
+                branch.jaxpr = make_jaxpr(run)
         except Exception as e:
             if not _deferrable(e):
                 raise

@@ -11,6 +11,16 @@ from autograph import errors
 from .values import Tracer, is_undefined, raise_undefined
 
 
+def _is_concrete_any(value) -> bool:  # pragma: no cover - another JAX layout
+    return True
+
+
+try:  # asking is cheaper than failing: `bool()` of a tracer builds a long error
+    from jax._src.core import is_concrete as _is_concrete
+except ImportError:  # pragma: no cover
+    _is_concrete = _is_concrete_any
+
+
 def condition(pred, construct: str):
     """Returns ``pred`` itself when Python can branch on it, else a traced bool.
 
@@ -33,10 +43,11 @@ def condition(pred, construct: str):
             fix="reduce it to one boolean, e.g. with `.any()` or `.all()` "
                 "(or `jnp.any(...)`/`jnp.all(...)`), or use `jnp.where` for an "
                 "elementwise choice")
-    try:
-        return bool(pred)  # concrete under eager `jax.grad`: Python decides
-    except jax.errors.ConcretizationTypeError:
-        pass
+    if _is_concrete(pred):
+        try:
+            return bool(pred)  # concrete under eager `jax.grad`: Python decides
+        except jax.errors.ConcretizationTypeError:
+            pass
     pred = jnp.reshape(pred, ())
     if pred.dtype != jnp.bool_:
         pred = pred != 0
