@@ -9,6 +9,13 @@
                                      if not did_break:
                                          x = 0
 
+An exit at the top of a `while` body needs no flag: the loop tests it too.
+
+    while x > 1:                ->   while x > 1 and not x % 7 == 0:
+        if x % 7 == 0:                   x = x // 2
+            break
+        x = x // 2
+
 A `for` loop cannot grow its test in Python syntax, so the flag test is
 attached to it as ``Anno.EXTRA_TEST`` for the `for` converter. A loop's
 `else:` runs after the loop under ``if not did_break:`` (unconditionally when
@@ -41,7 +48,7 @@ def not_flag(flag: str) -> gast.expr:
 def add_loop_test(node, test: gast.expr) -> None:
     """Makes a loop also require ``test`` before each iteration."""
     if isinstance(node, gast.While):
-        node.test = gast.BoolOp(op=gast.And(), values=[test, node.test])
+        node.test = gast.BoolOp(op=gast.And(), values=[test] + _conjuncts(node.test))
         templates.set_location(node.test, node)
         return
     extra = anno.get(node, Anno.EXTRA_TEST)
@@ -49,6 +56,33 @@ def add_loop_test(node, test: gast.expr) -> None:
         test = gast.BoolOp(op=gast.And(), values=[test, extra])
     templates.set_location(test, node)
     anno.set(node, Anno.EXTRA_TEST, test)
+
+
+def _conjuncts(test: gast.expr) -> list[gast.expr]:
+    if isinstance(test, gast.BoolOp) and isinstance(test.op, gast.And):
+        return list(test.values)
+    return [test]
+
+
+def _is_exit(stmt: gast.stmt) -> bool:
+    """``if test: break`` and nothing else."""
+    return (isinstance(stmt, gast.If) and not stmt.orelse and len(stmt.body) == 1
+            and isinstance(stmt.body[0], gast.Break))
+
+
+def _fold_leading_exits(node: gast.While) -> None:
+    """``while c: if b: break`` at the top of the body becomes ``while c and not b:``.
+
+    The tests run in the same order, once an iteration, so nothing changes but
+    the cost: no flag to carry, no conditional in the loop body.
+    """
+    exits = []
+    while len(node.body) > 1 and _is_exit(node.body[0]):
+        exits.append(node.body.pop(0).test)
+    if exits:
+        node.test = gast.BoolOp(op=gast.And(), values=_conjuncts(node.test) + [
+            gast.UnaryOp(op=gast.Not(), operand=t) for t in exits])
+        templates.set_location(node.test, node)
 
 
 class _Transformer(Converter):
@@ -73,6 +107,8 @@ class _Transformer(Converter):
 
     def _loop(self, node):
         self.generic_visit(node)
+        if isinstance(node, gast.While) and not node.orelse:
+            _fold_leading_exits(node)
         orelse, node.orelse = node.orelse, []
         if not jumps.contains(node.body, lambda n: isinstance(n, gast.Break), False):
             return [node] + orelse

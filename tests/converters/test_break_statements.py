@@ -326,3 +326,139 @@ def else_without_break(x):
 
 def test_else_without_break_always_runs():
     check_equivalent(else_without_break, (np.int32(0),), (np.int32(2),), (np.int32(7),))
+
+
+# ---------------------------------------------------------------------------
+# An exit at the top of a `while` body joins the loop test
+
+
+def test_golden_leading_exits_join_the_test():
+    assert_golden("""
+        def f(x, n):
+            while x < n:
+                if x % 7 == 0:
+                    break
+                if x > 50:
+                    break
+                x = x + 3
+            return x
+    """, """
+        def f(x, n):
+            while x < n and (not x % 7 == 0) and (not x > 50):
+                x = x + 3
+            return x
+    """, passes=(break_statements,))
+
+
+def test_golden_leading_exit_then_a_later_break_keeps_the_flag():
+    assert_golden("""
+        def f(x):
+            while x > 1:
+                if x == 5:
+                    break
+                x = x - 2
+                if x % 3 == 0:
+                    break
+            return x
+    """, """
+        def f(x):
+            did_break = False
+            while not did_break and x > 1 and (not x == 5):
+                x = x - 2
+                if x % 3 == 0:
+                    did_break = True
+            return x
+    """, passes=(break_statements,))
+
+
+def test_golden_leading_exit_with_else_keeps_the_flag():
+    # the `else:` must not run after the exit, so the exit stays a flagged break
+    assert_golden("""
+        def f(x):
+            while x > 1:
+                if x == 5:
+                    break
+                x = x - 2
+            else:
+                x = 0
+            return x
+    """, """
+        def f(x):
+            did_break = False
+            while not did_break and x > 1:
+                if x == 5:
+                    did_break = True
+                else:
+                    x = x - 2
+            if not did_break:
+                x = 0
+            return x
+    """, passes=(break_statements,))
+
+
+def leading_exits(x, n):
+    it = 0
+    while x < n and it < 40:
+        if x % 7 == 0:
+            break
+        if x > 50:
+            break
+        x = x + 3
+        it += 1
+    return x + it
+
+
+def test_leading_exits_every_path():
+    # exits at the first iteration (7), at a middle one (by % 7 or by > 50), and never
+    check_equivalent(leading_exits, *[(np.int32(x), np.int32(n))
+                                      for x, n in ((7, 100), (1, 100), (2, 100), (1, 10),
+                                                   (8, 9), (30, 5))])
+
+
+def test_leading_exit_tests_run_in_the_same_order():
+    import autograph
+
+    def run(x, log):
+        while log.append(("test", x)) or x > 0:
+            if log.append(("exit", x)) or x == 3:
+                break
+            x = x - 1
+        return x
+
+    want, got = [], []
+    assert autograph.convert(run)(6, got) == run(6, want)
+    assert got == want
+
+
+def test_leading_exit_gradient_matches_the_flagged_loop():
+    import jax
+
+    import autograph
+
+    def search(x):
+        t = 1.0
+        it = 0
+        while it < 30:
+            if t * x < 0.1:
+                break
+            t = t * 0.5
+            it += 1
+        return t * x
+
+    def flagged(x):
+        t = 1.0
+        it = 0
+        done = False
+        while it < 30 and not done:
+            if t * x < 0.1:
+                done = True
+            else:
+                t = t * 0.5
+                it += 1
+        return t * x
+
+    for x in (0.05, 1.0, 3.0):
+        g1 = jax.grad(autograph.convert(search))(x)
+        g2 = jax.grad(autograph.convert(flagged))(x)
+        np.testing.assert_allclose(g1, g2)
+        np.testing.assert_allclose(autograph.convert(search)(x), search(x))
