@@ -14,6 +14,7 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
   ranges (short ones, which run as Python loops, and ones of 19-20 steps,
   which are staged), traced ranges (``range(n)``, ``range(k % 4)``) and arrays;
 * ``break``, ``continue`` and ``return`` at the end of blocks at any depth,
+  and ``if ...: break`` first in a ``while`` body,
   nesting up to depth 3, and locals first assigned inside loops and
   branches (occasionally read where they may be unassigned);
 * helper functions ``h1``, ``h2`` of the same three parameters, defined
@@ -605,6 +606,9 @@ class Generator:
         loop = Loop(depth, allow_continue=inc_first)
         prefix = [step] if inc_first else []
         suffix = [] if inc_first else [step]
+        if ch.flip(0.15):  # an exit first in the body joins the loop test when converted
+            prefix = [f"if {self.cond(env, 1)}:", "    break"] + prefix
+            loop.jumped = True
         # with the increment last, a `break`/`return` may end the body; never `continue`
         return [init] + self._loop_body(env, depth, loop, [f"while {test}{extra}:"],
                                         prefix=prefix, suffix=suffix)
