@@ -48,7 +48,8 @@ def condition(pred, construct: str):
             return bool(pred)  # concrete under eager `jax.grad`: Python decides
         except jax.errors.ConcretizationTypeError:
             pass
-    pred = jnp.reshape(pred, ())
+    if shape != ():
+        pred = jnp.reshape(pred, ())
     if pred.dtype != jnp.bool_:
         pred = pred != 0
     return pred

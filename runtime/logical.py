@@ -40,7 +40,10 @@ def and_(left: Any, right_thunk: Callable[[], Any]) -> Any:
     c = _truth(left, "and")
     if not is_traced(c):
         return right_thunk() if c else left
-    return _choose(c, right_thunk(), left)
+    right = right_thunk()
+    if _bool_scalar(left) and _bool_scalar(right):  # a loop test: one `and`
+        return lax.bitwise_and(c, jnp.asarray(right))
+    return _choose(c, right, left)
 
 
 def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
@@ -64,7 +67,10 @@ def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
     c = _truth(left, "or")
     if not is_traced(c):
         return left if c else right_thunk()
-    return _choose(c, left, right_thunk())
+    right = right_thunk()
+    if _bool_scalar(left) and _bool_scalar(right):
+        return lax.bitwise_or(c, jnp.asarray(right))
+    return _choose(c, left, right)
 
 
 def _choose(c, if_true, if_false):
@@ -74,6 +80,10 @@ def _choose(c, if_true, if_false):
             return lax.select(jnp.asarray(c, bool), t, f)
         return jnp.where(c, if_true, if_false)
     return if_exp(c, lambda: if_true, lambda: if_false)
+
+
+def _bool_scalar(x) -> bool:
+    return isinstance(x, bool) or (getattr(x, "dtype", None) == jnp.bool_ and jnp.shape(x) == ())
 
 
 def _is_bool(x) -> bool:

@@ -285,3 +285,22 @@ def test_vector_operand_is_a_condition_error(fn, op):
         jax.jit(autograph.convert(fn))(jnp.ones(3))
     msg = str(e.value)
     assert op in msg and ".any()" in msg and "(3,)" in msg
+
+
+def bool_logic(x, y):
+    return (x > 0 and y < 1), (x > 0 or y > 2), (x > 0 and y < 1 and not x > y)
+
+
+def test_boolean_scalars_combine_with_one_and_or():
+    from tests.helpers import primitives
+
+    check_equivalent(bool_logic, *XY)
+    jaxpr = jax.make_jaxpr(autograph.convert(bool_logic))(jnp.float32(1.0), jnp.float32(0.5))
+    prims = primitives(jaxpr)
+    assert {"and", "or"} <= prims and "select_n" not in prims
+    batched = jax.vmap(autograph.convert(bool_logic))(
+        jnp.array([1.0, 1.0, -1.0, -1.0]), jnp.array([0.5, 2.5, 0.5, 5.0]))
+    want = [bool_logic(np.float32(x), np.float32(y))
+            for x, y in [(1.0, 0.5), (1.0, 2.5), (-1.0, 0.5), (-1.0, 5.0)]]
+    for i, column in enumerate(batched):
+        np.testing.assert_array_equal(column, [w[i] for w in want])
