@@ -8,12 +8,15 @@ keys by value) costs about 0.2 µs a call, 7% of ``x + 1``.
 :func:`cpp_entry` builds a dispatcher of the same C++ kind whose cache miss
 is ours. The miss sends a call of plain arrays to the ``jax.jit`` function's
 own miss, which traces, compiles and hands C++ what it needs to run later
-calls of the same signature by itself. Any other call (a Python number, a
-keyword, a pytree, an object) goes to ``general`` and hands C++ nothing, so
-every later call of that signature comes back to Python::
+calls of the same signature by itself (arrays, and lists, tuples and dicts of
+arrays, which ``general`` would hand to the same ``jax.jit`` function). Any other
+call (a Python number, a keyword, a namedtuple or other pytree node, an object)
+goes to ``general`` and hands C++ nothing, so every later call of that
+signature comes back to Python::
 
-    f(x)      # arrays: C++ finds the program, no Python frame runs
-    f(x, 2.0) # a Python float: the miss runs, ``general`` keys it by value
+    f(x)         # arrays: C++ finds the program, no Python frame runs
+    f(params, x) # a dict of arrays: the same
+    f(x, 2.0)    # a Python float: the miss runs, ``general`` keys it by value
 
 The C++ constructor is private to JAX and has changed between releases, so the
 dispatcher is built only where a self-test passes; elsewhere ``cpp_entry``
@@ -29,6 +32,18 @@ from typing import Any, Callable
 import jax
 
 _ARRAY_IMPL = type(jax.numpy.zeros(()))
+
+
+def plain(value) -> bool:
+    """An array, or a list, tuple or dict (exactly those types) of plain values."""
+    kind = type(value)
+    if kind is _ARRAY_IMPL:
+        return True
+    if kind is list or kind is tuple:
+        return all(map(plain, value))
+    if kind is dict:
+        return all(map(plain, value.values()))
+    return False
 
 
 @functools.cache
@@ -69,14 +84,16 @@ def _constructor() -> Callable[..., Any] | None:
         return None
 
 
-def cpp_entry(name: str, jitted, n_args: int, general: Callable,
+def cpp_entry(name: str, jitted, n_args: tuple[int, int], general: Callable,
               on_runtime_error: Callable):
     """A C++ dispatcher for ``jitted`` on ``n_args`` positional arrays, or ``None``.
 
     Args:
       name: the function's name, for JAX's messages.
       jitted: the ``jax.jit`` function that plain calls run.
-      n_args: how many positional arrays a plain call passes.
+      n_args: the fewest and most positional arrays a plain call passes (the
+        parameters left out take their defaults, as Python constants, as
+        ``general`` would make them).
       general: ``general(args, kwargs)`` runs any other call.
       on_runtime_error: called with a ``JaxRuntimeError`` raised by a call, before
         it propagates (it may raise the user's own exception instead).
@@ -87,16 +104,12 @@ def cpp_entry(name: str, jitted, n_args: int, general: Callable,
     jit_miss = getattr(jitted, "_cache_miss", None)
     if jit_miss is None:
         return None
-    array_type = _ARRAY_IMPL
+    fewest, most = n_args
 
     def miss(*args, **kwargs):
         try:
-            if not kwargs and len(args) == n_args:
-                for a in args:
-                    if type(a) is not array_type:
-                        break
-                else:
-                    return jit_miss(*args)
+            if not kwargs and fewest <= len(args) <= most and all(map(plain, args)):
+                return jit_miss(*args)
             return general(args, kwargs), None, False
         except jax.errors.JaxRuntimeError as e:
             on_runtime_error(e)

@@ -126,6 +126,16 @@ def _keyed(value):
     return _StaticFloat(value, (treedef, tuple(map(_keyed, leaves))))
 
 
+def _is_default(value, default) -> bool:
+    """Whether passing ``value`` means what leaving its parameter out means."""
+    if value is default:
+        return True
+    if type(value) is not type(default) or type(value) not in _SIMPLE_TYPES or isinstance(
+            value, (np.ndarray, jax.Array)):
+        return False
+    return _keyed(value) == _keyed(default)  # floats by value and sign
+
+
 def _unkeyed(value):
     return value.value if type(value) is _StaticFloat else value
 
@@ -224,11 +234,6 @@ class Function(functools.partial):
         traced.__qualname__ = self._name
         self._traced = traced
         self._jit = self._variant((), ())
-        self._with_defaults = {}
-        for n in range(max(self._n_required, 0), max(self._n_positional, 0)):
-            tail = self._default_tail[n - self._n_required:]
-            statics = tuple(n + i for i, v in enumerate(tail) if self._is_static(v))
-            self._with_defaults[n] = self._variant(statics, ())
         self._flat_jit = jax.jit(self._run_flat, static_argnums=1,
                                  **{k: v for k, v in jit_kwargs.items() if k == "out_shardings"})
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
@@ -273,10 +278,11 @@ class Function(functools.partial):
                 return out
             return counting_entry
 
-        n_required, tail, with_defaults = self._n_required, self._keyed_tail, self._with_defaults
-        if (n_positional >= 0 and n_required == n_positional and not self._jit_kwargs
+        n_required = self._n_required
+        if (n_positional >= 0 and not self._jit_kwargs
                 and not self._user_argnums and not self._user_argnames):
-            cpp = _dispatch.cpp_entry(self._name, jit, n_positional, general, reraise)
+            cpp = _dispatch.cpp_entry(self._name, jit, (n_required, n_positional), general,
+                                      reraise)
             if cpp is not None:
                 return cpp  # plain array calls stay in jax.jit's C++ dispatch
 
@@ -289,10 +295,7 @@ class Function(functools.partial):
                     for a in args:
                         if type(a) is not array_type:
                             return general(args, kwargs)
-                    if len(args) == n_positional:
-                        return jit(*args)  # all arrays: straight to jax.jit's C++ path
-                    # defaults left out: the variant an explicit call would use, too
-                    return with_defaults[len(args)](*args, *tail[len(args) - n_required:])
+                    return jit(*args)  # all arrays: straight to jax.jit's C++ path
                 return general(args, kwargs)
             except jax.errors.JaxRuntimeError as e:
                 reraise(e)  # the user's own exception, raised as the program ran
@@ -322,6 +325,13 @@ class Function(functools.partial):
             args, kwargs = self._check_signature(args, kwargs, skip=1 if bound else 0)
         if self._canonicalize:
             args, kwargs = self._canonical(args, kwargs)
+            if not kwargs and self._n_required >= 0 and self.input_signature is None:
+                short = self._without_defaults(args)
+                if all(map(_dispatch.plain, short)):
+                    # arrays (in lists, tuples, dicts): the call the C++ entry makes,
+                    # with the defaults left to Python while tracing, so that `f(x)`,
+                    # `f(x, 2)` and `f(x, n=2)` share one trace
+                    return self._jit(*short)
         if not kwargs:
             for a in args:
                 if not isinstance(a, _ARRAYS):
@@ -366,6 +376,13 @@ class Function(functools.partial):
             raise TypeError(f"`{self._name}`: {e}") from None
         bound.apply_defaults()
         return bound.args, bound.kwargs
+
+    def _without_defaults(self, args: tuple) -> tuple:
+        """``args`` less the trailing ones that are their parameter's default."""
+        n, first = len(args), self._n_required
+        while n > first and _is_default(args[n - 1], self._default_tail[n - 1 - first]):
+            n -= 1
+        return args[:n]
 
     def _call_flat(self, args, kwargs):
         """Calls with Python values inside containers: each keys the cache by value."""

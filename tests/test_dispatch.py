@@ -109,11 +109,40 @@ def test_clear_caches_after_settling():
     np.testing.assert_allclose(f(jnp.full(2, 5.0)), 4.0)
 
 
-def test_defaults_keep_the_python_entry():
+def test_defaults_left_out_and_given_after_settling():
+    seen = []
+
     def with_default(x, scale=2.0):
+        seen.append(type(scale))
         return x * scale
 
     f = _settled(autograph.function(with_default), jnp.ones(2))
-    assert type(f.func).__name__ != "PjitFunction"
+    assert type(f.func).__name__ == "PjitFunction"
     np.testing.assert_allclose(f(jnp.ones(2)), 2.0)
-    np.testing.assert_allclose(f(jnp.ones(2), 3.0), 3.0)
+    np.testing.assert_allclose(f(jnp.ones(2), 3.0), 3.0)  # a Python float: keyed by value
+    np.testing.assert_allclose(f(jnp.ones(2), jnp.float32(4.0)), 4.0)
+    assert float in seen  # the default and the given float were traced as Python values
+
+
+def test_containers_after_settling():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "w b")
+    seen = []
+
+    def affine(params, x):
+        seen.append(jax.tree_util.tree_map(type, params))
+        if isinstance(params, dict):
+            return x * params["w"] + params["b"]
+        return x * params[0] + params[1]
+
+    f = autograph.function(affine)
+    x = jnp.arange(3.0)
+    _settled(f, {"w": jnp.float32(2.0), "b": jnp.float32(1.0)}, x)
+    for w in (2.0, -1.0):
+        params = {"w": jnp.float32(w), "b": jnp.float32(1.0)}
+        np.testing.assert_allclose(f(params, x), np.arange(3.0) * w + 1.0)
+        np.testing.assert_allclose(f([jnp.float32(w), jnp.float32(1.0)], x),
+                                   np.arange(3.0) * w + 1.0)
+        np.testing.assert_allclose(f(Pair(jnp.float32(w), jnp.float32(1.0)), x),
+                                   np.arange(3.0) * w + 1.0)
