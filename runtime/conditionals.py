@@ -87,7 +87,26 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
             c, lifted.wrap(true_fn, n_out=n), lifted.wrap(false_fn, n_out=n),
             lifted.tokens(init) + (lifted.state,), names + (objects.OBJECTS,), tuple(exits),
             tuple(returns)))
-    return _staged(c, true_fn, false_fn, init, names, tuple(exits), tuple(returns))
+    outside = st.OuterState((true_fn, false_fn), init, names)
+    out = _staged(c, true_fn, false_fn, init, names, tuple(exits), tuple(returns))
+    _refuse_outside_changes(outside)
+    return out
+
+
+def _refuse_outside_changes(outside: st.OuterState) -> None:
+    """Both branches ran their Python while tracing: what they changed outside the
+    `if` (a global object's attribute, a list, a closure's cell) changed whatever
+    the condition, where Python changes it only on the branch it takes."""
+    changed = outside.changed()
+    if changed is None:
+        return
+    outside.restore()
+    raise errors.BranchError(
+        "a branch of an array-dependent `if` cannot change what lies outside the function",
+        observed=f"a branch changes {changed}; both branches' Python runs while tracing, "
+                 f"so the change would happen whatever the condition",
+        fix="return the new value from the function (or keep it in a local variable assigned "
+            "on both branches), or make the condition a Python value")
 
 
 def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any]) -> Any:
@@ -111,8 +130,10 @@ def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], A
     c = condition(pred, "a conditional expression")
     if not is_traced(c):
         return true_thunk() if c else false_thunk()
+    outside = st.OuterState((true_thunk, false_thunk))
     (out,) = _staged(c, lambda: (true_thunk(),), lambda: (false_thunk(),), (),
                      ("the value of the conditional expression",))
+    _refuse_outside_changes(outside)
     return out
 
 

@@ -195,12 +195,13 @@ def difference(a, b, path: str) -> str | None:
 
 
 class OuterState:
-    """What a loop body can change outside its carried state, and how to undo it.
+    """What a loop body or a branch can change outside its state, and how to undo it.
 
     A staged body runs its Python once, while tracing: a counter in an
     enclosing function's cell (``nonlocal``), a module global, an attribute of
-    an object the body reads, or a list it appends to would change once where
-    Python changes it on every iteration. ``changed()`` names such a change;
+    an object the body reads (or a list it holds), or a list it appends to would
+    change once where Python changes it on every iteration (or on the branch it
+    takes). ``changed()`` names such a change;
     ``restore()`` undoes it (shallowly), so that the loop can run as Python
     from where it was.
     """
@@ -241,6 +242,9 @@ class OuterState:
                 attrs = getattr(value, "__dict__", None)
                 if type(attrs) is dict:
                     self.objects.append((value, dict(attrs)))
+                    for held in attrs.values():  # `obj.items.append(...)`
+                        if type(held) is list or type(held) is dict:
+                            note(held)
 
         for leaf in tree_util.tree_leaves(list(values), is_leaf=is_undefined):
             if not isinstance(leaf, types.FunctionType):  # objects the loop carries
@@ -286,7 +290,7 @@ class OuterState:
         for container, before in self.containers:
             if len(container) != len(before) or any(
                     a is not b for a, b in zip(_items(container), _items(before))):
-                return f"a `{type(container).__name__}` the body reads"
+                return f"a `{type(container).__name__}` it reads"
         return None
 
     def restore(self) -> None:

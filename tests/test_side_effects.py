@@ -281,3 +281,84 @@ def test_fstring_assert_message_formatted_at_run_time():
     with pytest.raises(Exception, match="loss too big: 1000.0"):
         jax.block_until_ready(f(500.0))
         jax.effects_barrier()
+
+
+# -- changes to outside state in a staged `if` ------------------------------------
+
+
+class _Settings:
+    pass
+
+
+SETTINGS = _Settings()
+SETTINGS.mode = "off"
+SETTINGS.items = []
+LOG: list = []
+
+
+def _sets_global_attribute(x):
+    if x > 0:
+        SETTINGS.mode = "on"
+    return x * 2
+
+
+def _appends_to_global_object_list(x):
+    if x > 0:
+        SETTINGS.items.append(1)
+    return x
+
+
+def _appends_to_global_list(x):
+    y = (LOG.append(1) or x) if x > 0 else -x
+    return y
+
+
+def _reads_globals_only(x):
+    if x > SETTINGS.__dict__.get("limit", 0.0) and len(LOG) == 0:
+        y = x * len(SETTINGS.items) + 1
+    else:
+        y = -x
+    return y
+
+
+@pytest.mark.parametrize("fn, what", [
+    (_sets_global_attribute, "attribute `mode` of a `_Settings` object"),
+    (_appends_to_global_object_list, "a `list` it reads"),
+    (_appends_to_global_list, "a `list` it reads"),
+])
+def test_branch_changing_outside_state_is_refused_and_undone(fn, what):
+    SETTINGS.mode, SETTINGS.items[:], LOG[:] = "off", [], []
+    with pytest.raises(autograph.BranchError, match="cannot change what lies outside") as info:
+        jax.jit(autograph.convert(fn))(jnp.float32(-1.0))
+    assert what in str(info.value)
+    assert (SETTINGS.mode, SETTINGS.items, LOG) == ("off", [], [])  # undone
+
+
+def test_branch_changing_a_closure_list_is_refused():
+    seen = []
+
+    def f(x):
+        if x > 0:
+            seen.append(x)
+        return x
+
+    with pytest.raises(autograph.BranchError, match="a `list` it reads"):
+        jax.jit(autograph.convert(f))(jnp.float32(1.0))
+    assert seen == []
+
+
+@pytest.mark.parametrize("x", [-1.0, 2.0])
+def test_python_conditions_keep_python_side_effects(x):
+    SETTINGS.mode, SETTINGS.items[:] = "off", []
+    assert float(autograph.convert(_sets_global_attribute)(jnp.float32(x))) == 2 * x
+    assert SETTINGS.mode == ("on" if x > 0 else "off")  # concrete: Python ran one branch
+    autograph.convert(_appends_to_global_object_list)(x)
+    assert SETTINGS.items == ([1] if x > 0 else [])
+
+
+def test_branch_reading_outside_state_is_staged():
+    SETTINGS.mode, SETTINGS.items[:], LOG[:] = "off", [1, 2], []
+    f = jax.jit(autograph.convert(_reads_globals_only))
+    assert float(f(jnp.float32(3.0))) == 7.0
+    assert float(f(jnp.float32(-3.0))) == 3.0
+    assert SETTINGS.items == [1, 2]
