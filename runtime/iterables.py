@@ -159,6 +159,16 @@ def range_(*args: Any) -> range | TracedRange:
         raise errors.ConditionError(
             "the step of a `range` must be a Python int",
             observed="the step is traced", fix="use a Python int step")
+    for bound in (start, stop):
+        dtype = getattr(bound, "dtype", None)
+        if isinstance(bound, Tracer) and not (jnp.issubdtype(dtype, jnp.integer)
+                                              or dtype == jnp.bool_):
+            raise errors.ConditionError(  # Python: "'float' object cannot be interpreted ..."
+                "the bounds of a `range` must be integers",
+                observed=f"a bound is a traced {dtype} array, which `range` cannot count to",
+                fix="pass an integer (e.g. `jnp.int32(n)`), or convert it with "
+                    "`n.astype(jnp.int32)` (or `jnp.floor`/`jnp.ceil` first) where a "
+                    "fraction is meant to be cut")
     if step == 0:
         raise ValueError("range() arg 3 must not be zero")
     return TracedRange(start, stop, step)

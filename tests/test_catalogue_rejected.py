@@ -275,3 +275,20 @@ def uses_match(x):
 
 def test_match():
     _rejected(uses_match, "match x", "`match`")
+
+
+def _sum_over_range(x, n):
+    s = 0.0
+    for _ in range(n):
+        s = s + x
+    return s
+
+
+def test_range_of_a_traced_float_is_refused_like_python():
+    with pytest.raises(TypeError):  # Python: 'float' object cannot be interpreted as an integer
+        _sum_over_range(1.0, 3.7)
+    f = jax.jit(autograph.convert(_sum_over_range))
+    with pytest.raises(autograph.ConditionError, match="bounds of a `range` must be integers"):
+        f(jnp.float32(1.0), jnp.float32(3.7))
+    assert float(f(jnp.float32(1.0), jnp.int32(3))) == 3.0
+    assert float(f(jnp.float32(1.0), jnp.float32(3.0).astype(jnp.int32))) == 3.0
