@@ -47,6 +47,8 @@ class FunctionScopes(Converter):
         super().__init__(ctx)
         self._locals: list[frozenset] = []
         self._captured: list[frozenset] = []
+        # the loops around the statement being lowered, innermost last (in this function)
+        self.enclosing_loops: list[gast.stmt] = []
 
     @property
     def locals(self) -> frozenset:
@@ -73,11 +75,23 @@ class FunctionScopes(Converter):
                 captured = liveness.closure_reads(node)
         self._locals.append(activity.function_locals(node))
         self._captured.append(captured)
+        loops = self.enclosing_loops
+        if not anno.get(node, Anno.GENERATED):
+            self.enclosing_loops = []  # a user function of its own: its loops only
         try:
             return self.generic_visit(node)
         finally:
             self._locals.pop()
             self._captured.pop()
+            self.enclosing_loops = loops
+
+    def _block_in_loop(self, node):
+        """Lowers a loop's body, with ``node`` among the enclosing loops."""
+        self.enclosing_loops.append(node)
+        try:
+            return self._block(node.body)
+        finally:
+            self.enclosing_loops.pop()
 
     def generic_visit(self, node):
         # Statements live only in blocks; expressions hold none (lambdas

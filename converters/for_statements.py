@@ -69,7 +69,7 @@ class Lowering(FunctionScopes):
         namer = self.ctx.namer
         test_fn = namer.new("loop_test") if anno.get(node, Anno.EXTRA_TEST) is not None else None
         body_fn = namer.new("loop_body")
-        node.body = self._block(node.body)
+        node.body = self._block_in_loop(node)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
         extra = anno.get(node, Anno.EXTRA_TEST)
         # (with the target, when it is live after the loop: Python keeps its last value)

@@ -78,6 +78,12 @@ class Lowering(FunctionScopes):
         # `exits=` matters only where an output may still be unbound (see the docstring)
         unbound = (set(outputs) - anno.get(node, Anno.DEFINED_IN)) | (
             set(outputs) & self.ctx.maybe_undefined)
+        for loop in self.enclosing_loops:
+            # carried from one iteration to the next, and not bound before the loop:
+            # bound by an earlier iteration, or (on the first) not yet
+            carried_in = (anno.get(loop, Anno.BODY_LIVE_IN) or frozenset()) - anno.get(
+                loop, Anno.DEFINED_IN)
+            unbound |= set(outputs) & carried_in
         exits = tuple(o for o in outputs if o in self.ctx.jump_flags) if unbound else ()
         if outputs:
             args = dict(OUTPUTS=outputs, TEST=node.test, TRUE_FN=true_fn, FALSE_FN=false_ref,

@@ -173,7 +173,7 @@ class Lowering(FunctionScopes):
     def visit_While(self, node: gast.While):
         # names are handed out before the body is lowered: outer loops first
         test_fn, body_fn = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
-        node.body = self._block(node.body)
+        node.body = self._block_in_loop(node)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
         body, opts = loop_options(node.body)
         state = carried.loop_state(node, self.locals).params

@@ -160,9 +160,10 @@ def range_(*args: Any) -> range | TracedRange:
             "the step of a `range` must be a Python int",
             observed="the step is traced", fix="use a Python int step")
     for bound in (start, stop):
-        dtype = getattr(bound, "dtype", None)
-        if isinstance(bound, Tracer) and not (jnp.issubdtype(dtype, jnp.integer)
-                                              or dtype == jnp.bool_):
+        if not isinstance(bound, Tracer):
+            continue
+        dtype = bound.dtype
+        if not (jnp.issubdtype(dtype, jnp.integer) or dtype == jnp.bool_):
             raise errors.ConditionError(  # Python: "'float' object cannot be interpreted ..."
                 "the bounds of a `range` must be integers",
                 observed=f"a bound is a traced {dtype} array, which `range` cannot count to",

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
+from autograph import errors
+
 from .conditionals import if_exp
 from .conditions import condition
-from .values import is_traced
+from .values import _fail_unless, branch_guard, is_traced, taken_when
 
 
 def _truth(x, op: str):
@@ -40,7 +43,9 @@ def and_(left: Any, right_thunk: Callable[[], Any]) -> Any:
     c = _truth(left, "and")
     if not is_traced(c):
         return right_thunk() if c else left
-    right = right_thunk()
+    right = _operand_where(c, right_thunk)
+    if right is _UNREADABLE:
+        return left
     if _bool_scalar(left) and _bool_scalar(right):  # a loop test: one `and`
         return lax.bitwise_and(c, jnp.asarray(right))
     return _choose(c, right, left)
@@ -67,10 +72,33 @@ def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
     c = _truth(left, "or")
     if not is_traced(c):
         return left if c else right_thunk()
-    right = right_thunk()
+    right = _operand_where(jnp.logical_not(c), right_thunk)
+    if right is _UNREADABLE:
+        return left
     if _bool_scalar(left) and _bool_scalar(right):
         return lax.bitwise_or(c, jnp.asarray(right))
     return _choose(c, left, right)
+
+
+_UNREADABLE = object()
+
+
+def _operand_where(needed, thunk):
+    """The right operand, which Python evaluates only where ``needed`` holds.
+
+    Staged, it is traced for every element: a check inside it (an `assert`, a
+    read of a variable a loop may have left unassigned) fails only where it is
+    needed. A variable it reads that is not assigned on this path at all (``i > 0
+    and prev > x`` on a loop's first step) makes it ``_UNREADABLE``: the result
+    is the left operand, and the program fails where the operand was needed, as
+    Python would.
+    """
+    try:
+        with taken_when(needed):
+            return thunk()
+    except errors.UndefinedVariableError as e:
+        jax.debug.callback(_fail_unless, jnp.logical_not(needed), branch_guard(), e)
+        return _UNREADABLE
 
 
 def _choose(c, if_true, if_false):

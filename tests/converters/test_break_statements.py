@@ -462,3 +462,32 @@ def test_leading_exit_gradient_matches_the_flagged_loop():
         g2 = jax.grad(autograph.convert(flagged))(x)
         np.testing.assert_allclose(g1, g2)
         np.testing.assert_allclose(autograph.convert(search)(x), search(x))
+
+
+def stop_after_a_rise(x, n):
+    # `prev` is read (behind `i > 0`) before the loop first assigns it
+    i = 0
+    while i < n:
+        if i > 0 and prev > 1.5:
+            break
+        prev = x[i]
+        i += 1
+    return i
+
+
+def stop_after_a_rise_else(x, n):
+    i = 0
+    while i < n:
+        if i > 0 and prev > 1.5:
+            break
+        prev = x[i]
+        i += 1
+    else:
+        i = -1
+    return i
+
+
+def test_exit_reading_a_variable_the_loop_assigns_later():
+    x = np.array([0.5, 1.0, 2.0, 3.0, 0.1], np.float32)
+    for fn in (stop_after_a_rise, stop_after_a_rise_else):
+        check_equivalent(fn, *[(x, np.int32(n)) for n in (0, 1, 3, 5)])

@@ -304,3 +304,22 @@ def test_boolean_scalars_combine_with_one_and_or():
             for x, y in [(1.0, 0.5), (1.0, 2.5), (-1.0, 0.5), (-1.0, 5.0)]]
     for i, column in enumerate(batched):
         np.testing.assert_array_equal(column, [w[i] for w in want])
+
+
+def smoothed_until_flat(x, n):
+    # `prev` is read behind `i == 0 or ...` before the loop first assigns it
+    i = 0
+    s = 0.0
+    while i < n:
+        if i == 0 or prev < 1.5:
+            s = s + x[i]
+        else:
+            s = s - x[i]
+        prev = x[i]
+        i += 1
+    return s
+
+
+def test_right_operand_of_a_variable_a_loop_assigns_later():
+    x = np.array([0.5, 1.0, 2.0, 3.0, 0.1], np.float32)
+    check_equivalent(smoothed_until_flat, *[(x, np.int32(n)) for n in (0, 1, 3, 5)])
