@@ -19,70 +19,15 @@ import types
 
 import gast
 
-from autograph import errors, tree_formats
+from autograph import errors, unparsing
 
-# attribute of an assignment's target tuple: unparse it in parentheses
-_PARENTHESIZE = "ag_parenthesize"
 # attribute that marks a function this module made
 _GENERATED = "__autograph_generated__"
 
 
-class _MappingUnparser(ast._Unparser):  # type: ignore[name-defined]  # private, not in typeshed
-    """``ast.unparse`` that also records the user line of each output line."""
-
-    def __init__(self, **kwargs):  # nested f-strings pass `_avoid_backslashes`
-        super().__init__(**kwargs)
-        self.line_map: dict[int, int] = {}
-        self._line = 1
-        self._origin = None
-
-    def write(self, *text):
-        for t in text:
-            self._line += t.count("\n")
-        super().write(*text)
-
-    def get_type_comment(self, node):
-        return None  # generated nodes may lack `lineno`, which the default reads
-
-    def visit_Assign(self, node):
-        for target in node.targets:
-            if isinstance(target, ast.Tuple):
-                setattr(target, _PARENTHESIZE, True)
-        super().visit_Assign(node)
-
-    def visit_Tuple(self, node):
-        if getattr(node, _PARENTHESIZE, False):  # `(y,) = ...` reads better than `y, = ...`
-            with self.delimit("(", ")"):
-                self.items_view(self.traverse, node.elts)
-        else:
-            super().visit_Tuple(node)
-
-    def maybe_newline(self):
-        pass  # no blank line before each nested `def`: generated code stays compact
-
-    def fill(self, text=""):
-        if self._source:
-            self.write("\n")
-        self.write("    " * self._indent + text)
-        if self._origin is not None:
-            self.line_map.setdefault(self._line, self._origin)
-
-    def traverse(self, node):
-        if isinstance(node, ast.stmt):
-            previous = self._origin
-            self._origin = getattr(node, "lineno", None) or previous
-            super().traverse(node)
-            self._origin = previous
-        else:
-            super().traverse(node)
-
-
 def unparse(node: gast.AST) -> tuple[str, dict[int, int]]:
     """Source text of a gast tree, and a map from its lines to user lines."""
-    tree = tree_formats.to_ast(node)
-    unparser = _MappingUnparser()
-    source = unparser.visit(tree)
-    return source + "\n", unparser.line_map
+    return unparsing.unparse(node)
 
 
 class Compiled:

@@ -4,11 +4,15 @@ The converters work on gast trees; the parser and the compiler speak ``ast``.
 gast ships both conversions (``gast.ast_to_gast``, ``gast.gast_to_ast``) as
 generic ``NodeTransformer`` walks: a method lookup by name per node, a keyword
 dict per constructor call. The two here give the same trees (``gast.dump``
-with attributes is equal) in about a third of the time, per node class:
+with attributes is equal) faster (``to_gast`` of the 14-line loop function of
+``benchmarks/conversion.py``: 135 us with gast, 43 us here), because per node
+class:
 
 * the field and attribute names and the target class are looked up once and
   kept in a table;
-* a node is made by filling its ``__dict__`` in one assignment.
+* a parsed node's ``__dict__`` (its fields and location) is copied in one
+  step, and only the values that are nodes or lists are converted;
+* a node is made by assigning that dict, without a constructor call.
 
 What gast changes besides the classes is done here too::
 
@@ -58,7 +62,7 @@ def to_gast(node: Any) -> Any:
     return node
 
 
-def _converter(kind: type) -> Callable[[Any], Any]:
+def _converter(kind: type[ast.AST]) -> Callable[[Any], Any]:
     convert = _TO_GAST.get(kind)
     if convert is None:
         special = _SPECIAL.get(kind.__name__)
@@ -66,7 +70,7 @@ def _converter(kind: type) -> Callable[[Any], Any]:
     return convert
 
 
-def _generic(kind: type) -> Callable[[Any], Any]:
+def _generic(kind: type[ast.AST]) -> Callable[[Any], Any]:
     """The converter that copies every field and attribute the node has."""
     target = getattr(gast, kind.__name__, None)
     if target is None:
