@@ -19,129 +19,15 @@ import types
 
 import gast
 
-from autograph import errors
+from autograph import errors, unparsing
 
-# attribute of an assignment's target tuple: unparse it in parentheses
-_PARENTHESIZE = "ag_parenthesize"
 # attribute that marks a function this module made
 _GENERATED = "__autograph_generated__"
 
 
-class _MappingUnparser(ast._Unparser):  # type: ignore[name-defined]  # private, not in typeshed
-    """``ast.unparse`` that also records the user line of each output line."""
-
-    def __init__(self, **kwargs):  # nested f-strings pass `_avoid_backslashes`
-        super().__init__(**kwargs)
-        self.line_map: dict[int, int] = {}
-        self._line = 1
-        self._origin = None
-
-    def write(self, *text):
-        for t in text:
-            self._line += t.count("\n")
-        super().write(*text)
-
-    def get_type_comment(self, node):
-        return None  # generated nodes may lack `lineno`, which the default reads
-
-    def visit_Assign(self, node):
-        for target in node.targets:
-            if isinstance(target, ast.Tuple):
-                setattr(target, _PARENTHESIZE, True)
-        super().visit_Assign(node)
-
-    def visit_Tuple(self, node):
-        if getattr(node, _PARENTHESIZE, False):  # `(y,) = ...` reads better than `y, = ...`
-            with self.delimit("(", ")"):
-                self.items_view(self.traverse, node.elts)
-        else:
-            super().visit_Tuple(node)
-
-    def maybe_newline(self):
-        pass  # no blank line before each nested `def`: generated code stays compact
-
-    def fill(self, text=""):
-        if self._source:
-            self.write("\n")
-        self.write("    " * self._indent + text)
-        if self._origin is not None:
-            self.line_map.setdefault(self._line, self._origin)
-
-    def traverse(self, node):
-        if isinstance(node, ast.stmt):
-            previous = self._origin
-            self._origin = getattr(node, "lineno", None) or previous
-            super().traverse(node)
-            self._origin = previous
-        else:
-            super().traverse(node)
-
-
-_LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
-# gast class -> (ast class, its fields)
-_AST_OF: dict[type, tuple[type, tuple[str, ...]]] = {}
-
-
-def _to_ast(node):
-    """The standard-library tree of a gast tree (``gast.gast_to_ast``, faster).
-
-    Fields keep their names, except that gast spells parameters and handler
-    names as ``Name`` nodes where ``ast`` has ``arg`` nodes and strings.
-    """
-    if isinstance(node, list):
-        return [_to_ast(n) for n in node]
-    if not isinstance(node, gast.AST):
-        return node
-    kind = node.__class__
-    entry = _AST_OF.get(kind)
-    if entry is None:
-        target = getattr(ast, kind.__name__)
-        entry = _AST_OF[kind] = (target, tuple(target._fields))
-    target, fields = entry
-    if kind is gast.arguments:
-        new = ast.arguments(
-            posonlyargs=[_arg(a) for a in node.posonlyargs], args=[_arg(a) for a in node.args],
-            vararg=_arg(node.vararg), kwonlyargs=[_arg(a) for a in node.kwonlyargs],
-            kw_defaults=_to_ast(node.kw_defaults), kwarg=_arg(node.kwarg),
-            defaults=_to_ast(node.defaults))
-        return new
-    new = target()
-    for field in fields:
-        value = getattr(node, field, None)
-        if field == "name" and kind is gast.ExceptHandler and value is not None:
-            value = value.id
-        elif type(value) is list:
-            value = [_to_ast(v) for v in value]
-        elif isinstance(value, gast.AST):
-            value = _to_ast(value)
-        elif value is None and field == "type_params":  # (Python 3.12+)
-            value = []
-        setattr(new, field, value)
-    for attr in _LOCATION:
-        value = getattr(node, attr, None)
-        if value is not None:
-            setattr(new, attr, value)
-    return new
-
-
-def _arg(node):
-    if node is None:
-        return None
-    new = ast.arg(arg=node.id, annotation=_to_ast(node.annotation),
-                  type_comment=getattr(node, "type_comment", None))
-    for attr in _LOCATION:
-        value = getattr(node, attr, None)
-        if value is not None:
-            setattr(new, attr, value)
-    return new
-
-
 def unparse(node: gast.AST) -> tuple[str, dict[int, int]]:
     """Source text of a gast tree, and a map from its lines to user lines."""
-    tree = _to_ast(node)
-    unparser = _MappingUnparser()
-    source = unparser.visit(tree)
-    return source + "\n", unparser.line_map
+    return unparsing.unparse(node)
 
 
 class Compiled:

@@ -17,7 +17,7 @@ import types
 
 import gast
 
-from autograph import errors
+from autograph import errors, tree_formats
 
 
 @dataclasses.dataclass
@@ -112,8 +112,8 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
             body=[ast.copy_location(ast.Return(value=node.body), node.body)],
             decorator_list=[], returns=None, type_comment=None)
         ast.copy_location(fdef, node)
-        return ParsedFunction(gast.ast_to_gast(fdef), filename, is_lambda=True)
-    return ParsedFunction(gast.ast_to_gast(node), filename)
+        return ParsedFunction(tree_formats.to_gast(fdef), filename, is_lambda=True)
+    return ParsedFunction(tree_formats.to_gast(node), filename)
 
 
 def enclosing_class(qualname: str) -> str | None:
@@ -195,4 +195,4 @@ def parse_source_functions(text: str, filename: str):
                 yield from walk(node.body, f"{prefix}{node.name}.")
 
     for qual, node in walk(tree.body, ""):
-        yield qual, gast.ast_to_gast(node)
+        yield qual, tree_formats.to_gast(node)
