@@ -280,9 +280,12 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             return _staged_with_raise(pred, branch, other, init, names)
     assert true.record is not None and false.record is not None  # neither raised
     sig_t, sig_f = true.record.signature(), false.record.signature()
+    jaxprs = (true.jaxpr, false.jaxpr)
     if _same(sig_t, sig_f):
         with staging():
-            arrays = lax.cond(pred, _replay(true.jaxpr), _replay(false.jaxpr))
+            arrays = _select(pred, jaxprs, _replay(true.jaxpr), _replay(false.jaxpr))
+            if arrays is None:
+                arrays = lax.cond(pred, _replay(true.jaxpr), _replay(false.jaxpr))
         return _rebuild_like(true.record, _strong_where_either(arrays, sig_t, sig_f))
     spec = _merge(true.record, false.record, names, exits, returns)
 
@@ -294,8 +297,36 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
         return run
 
     with staging():
-        arrays = lax.cond(pred, cast(true), cast(false))
+        arrays = _select(pred, jaxprs, cast(true), cast(false))
+        if arrays is None:
+            arrays = lax.cond(pred, cast(true), cast(false))
     return _rebuild(spec, arrays)
+
+
+# primitives that compute nothing: they move, reshape or retype what they are given
+_DATA_ONLY = frozenset({"convert_element_type", "broadcast_in_dim", "reshape", "squeeze",
+                        "expand_dims", "copy", "copy_p"})
+
+
+def _select(pred, jaxprs, run_true, run_false):
+    """Both branches' outputs (``run_true()``, ``run_false()``) and a ``select``
+    between them, where neither branch (``jaxprs``) computes anything (a flag
+    set, a value handed on: ``if hit: did_return = True; retval = i``); None
+    otherwise.
+
+    A ``cond`` costs a jump into a sub-computation at run time, every loop step
+    when it sits in a loop; a select of values both branches already hold costs
+    nothing, and differentiates and batches alike.
+    """
+    for closed in jaxprs:
+        if closed.effects or any(e.primitive.name not in _DATA_ONLY for e in closed.jaxpr.eqns):
+            return None
+    t, f = run_true(), run_false()
+    if any(jnp.shape(a) != jnp.shape(b) or jnp.result_type(a) != jnp.result_type(b)
+           for a, b in zip(t, f)):
+        return None
+    return [a if a is b else lax.select(pred, jnp.asarray(a), jnp.asarray(b))
+            for a, b in zip(t, f)]
 
 
 def _replay(closed):

@@ -810,3 +810,37 @@ def test_a_user_variable_called_retval_is_named_as_itself():
 
     with pytest.raises(autograph.BranchError, match="variable: the return value"):
         jax.jit(autograph.convert(g))(1.0)
+
+
+def first_above(xs, t):
+    found = False
+    where = -1
+    for i in range(20):
+        if not found and xs[i] > t:
+            found = True
+            where = i
+    return where, found
+
+
+def scaled(x, t):
+    if x > t:
+        y = x * 2.0
+    else:
+        y = x
+    return y
+
+
+def test_branches_that_compute_nothing_are_a_select():
+    from tests.helpers import primitives
+
+    xs = np.linspace(-1.0, 1.0, 20).astype(np.float32)
+    check_equivalent(first_above, *[(xs, np.float32(t)) for t in (-2.0, 0.0, 0.5, 2.0)])
+    prims = primitives(jax.make_jaxpr(autograph.convert(first_above))(xs, 0.0))
+    assert "cond" not in prims and "select_n" in prims
+    # a branch that computes stays a `cond` (only the taken side runs)
+    assert "cond" in primitives(jax.make_jaxpr(autograph.convert(scaled))(1.0, 0.0))
+    got = jax.vmap(autograph.convert(first_above), in_axes=(None, 0))(
+        jnp.asarray(xs), jnp.array([-2.0, 0.5, 2.0]))
+    want = [first_above(xs, np.float32(t)) for t in (-2.0, 0.5, 2.0)]
+    np.testing.assert_array_equal(got[0], [w[0] for w in want])
+    np.testing.assert_array_equal(got[1], [w[1] for w in want])
