@@ -23,7 +23,7 @@ from typing import Any, Callable
 import jax
 import jax.extend.core as jax_core
 
-__all__ = ["make_jaxpr"]
+__all__ = ["make_jaxpr", "make_jaxpr_and_tree"]
 
 
 @functools.cache
@@ -52,13 +52,24 @@ def _direct() -> Callable[..., Any] | None:
 def make_jaxpr(fn: Callable, *args) -> jax_core.ClosedJaxpr:
     """``jax.make_jaxpr(fn)(*args)``: ``args`` are pytrees of arrays, tracers or
     ``jax.ShapeDtypeStruct``; the jaxpr takes and returns their flattened leaves."""
+    return make_jaxpr_and_tree(fn, *args)[0]
+
+
+def make_jaxpr_and_tree(fn: Callable, *args):
+    """:func:`make_jaxpr`, and the pytree structure of what ``fn`` returns."""
+    trees: list = []
+
+    def flat_out(*a):
+        leaves, tree = jax.tree_util.tree_flatten(fn(*a))
+        trees.append(tree)
+        return leaves
+
     trace = _direct()
     if trace is None:
-        return jax.make_jaxpr(fn)(*args)
+        return jax.make_jaxpr(flat_out)(*args), trees[-1]
     leaves, tree = jax.tree_util.tree_flatten(args)
 
     def flat_fn(*flat):
-        out = fn(*jax.tree_util.tree_unflatten(tree, flat))
-        return jax.tree_util.tree_leaves(out)
+        return flat_out(*jax.tree_util.tree_unflatten(tree, flat))
 
-    return trace(flat_fn, leaves)
+    return trace(flat_fn, leaves), trees[-1]

@@ -35,19 +35,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import jax.extend.core as jax_core
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from autograph import errors
 
-from . import objects, transforms
+from . import intervals, objects, transforms
 from . import state as st
 from .bounded import counted_loop
 from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
 from .conditionals import if_stmt
 from .conditions import condition
 from .iterables import Seq, TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
+from .jaxprs import make_jaxpr_and_tree
 from .values import (
     MaybeUndefined,
     Tracer,
@@ -572,17 +574,24 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         traced[-1] = ([jax.typeof(a) for a in arrays], [jax.typeof(a) for a in out[0]])
         return out
 
-    try:
+    def trace():
         with staging():
-            final, grown = lax.scan(step, carry.arrays, (ks, xs))
-    except TypeError:
-        if not traced or traced[-1] is None or _same_types(*traced[-1]):
-            raise
-        first = traced[0]
-        assert first is not None  # a trace that raised would have propagated from the scan
-        stabilize(carry, first[1])
-        with staging():
-            final, grown = lax.scan(step, carry.arrays, (ks, xs))
+            return make_jaxpr_and_tree(step, carry.arrays, (ks[0], x0))
+
+    closed, out_tree = trace()  # the body's Python runs here, once
+    first = traced[0]
+    assert first is not None  # a trace that raised has propagated
+    if not _same_types(*first):
+        stabilize(carry, first[1])  # a weakly typed carry the body promotes
+        closed, out_tree = trace()
+    _refuse_int_overflow(closed, carry, names, k0, seq, xs)
+    run = jax_core.jaxpr_as_fun(closed)
+
+    def replay(arrays, kx):
+        return jax.tree_util.tree_unflatten(out_tree, run(*jax.tree_util.tree_leaves((arrays, kx))))
+
+    with staging():
+        final, grown = lax.scan(replay, carry.arrays, (ks, xs))
     values = list(carry.unflatten(final, final=True))
     for (i, base_len), items in zip(lists.items(), grown):
         if items:
@@ -591,6 +600,41 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
                      for k in range(n) for j in range(m)]
             values[i] = list(values[i]) + extra
     return tuple(values)
+
+
+def _refuse_int_overflow(closed, carry, names, k0: int, seq, xs) -> None:
+    """A staged loop computes the integers it carries in int32, where the Python
+    loop ``jax.jit`` runs keeps them exact: one that would outgrow int32 within
+    the loop's first steps (``fact *= i``) is refused, and the loop runs as Python."""
+    others = [(k0, seq.n - 1)] + [intervals.known(x) for x in jax.tree_util.tree_leaves(xs)]
+    # the values the loop starts from, before they became arrays (under `jax.jit` a
+    # Python int's array is a tracer, its value unknown)
+    start = [leaf for (_, leaves), fixed in zip(carry.flat, carry.static)
+             for i, leaf in enumerate(leaves) if i not in dict(fixed)]
+    hit = intervals.overflow(closed, start, len(carry.arrays), others, seq.n - k0)
+    if hit is None:
+        return
+    position, bound = hit
+    name = next((n for n, leaves in zip(names, _carried_positions(carry)) if position in leaves),
+                "a carried integer")
+    raise errors.LoopStateError(
+        "an integer carried by a staged loop would outgrow int32",
+        observed=f"`{name}` may reach {intervals.describe(bound)} in the loop's first "
+                 f"{min(seq.n - k0, intervals.STEPS)} steps; staged, the loop computes it in "
+                 f"int32, which wraps around (a Python loop keeps it exact)",
+        variable=name,
+        fix="compute it as a float (`1.0` rather than `1`), or in a loop short enough to run "
+            "as Python")
+
+
+def _carried_positions(carry) -> list[set[int]]:
+    """Per name, the positions of its leaves among the carried arrays."""
+    out, at = [], 0
+    for (_, leaves), fixed in zip(carry.flat, carry.static):
+        count = len(leaves) - len(fixed)
+        out.append(set(range(at, at + count)))
+        at += count
+    return out
 
 
 def _same_types(avals_in, avals_out) -> bool:

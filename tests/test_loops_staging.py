@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import autograph
 from autograph import convert as conv
@@ -287,3 +288,35 @@ def test_return_inside_loops_every_path():
                      *[(np.float32(1.0), np.int32(n)) for n in (0, 1, 3, 8)])
     check_equivalent(return_in_range_else, *[(np.float32(1.0), n) for n in (0, 3, 8)],
                      static_argnums=(1,))
+
+
+def mixing_hash(x, v):
+    h = 7
+    for i in range(24):
+        h = h * 31 + i  # outgrows int32 by the 7th step; Python keeps it exact
+        x = x + v[i % 3] * (h % 5)
+    return x
+
+
+def counted(x):
+    count = 0
+    for i in range(1000):
+        count += 2
+        x = x * 0.99 + 0.01
+    return x, count
+
+
+def test_integer_that_would_outgrow_int32_keeps_python_meaning():
+    v = np.array([0.5, -1.0, 2.0], np.float32)
+    want = mixing_hash(np.float32(1.0), v)
+    with pytest.warns(UserWarning, match="outgrow int32|wraps around"):
+        got = jax.jit(autograph.convert(mixing_hash))(jnp.float32(1.0), jnp.asarray(v))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_counter_that_fits_int32_stays_one_scan():
+    jaxpr = jax.make_jaxpr(autograph.convert(counted))(1.0)
+    assert "scan" in primitives(jaxpr)
+    x, count = jax.jit(autograph.convert(counted))(jnp.float32(1.0))
+    assert int(count) == 2000
+    np.testing.assert_allclose(x, counted(1.0)[0], rtol=1e-4)
