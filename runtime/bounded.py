@@ -52,7 +52,8 @@ def level_sizes(n: int, base: int = BASE) -> list[int]:
     return sizes
 
 
-def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool = False):
+def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool = False,
+                 check=None):
     """Runs ``body`` while ``k < n and test(arrays)``, differentiably.
 
     Args:
@@ -67,6 +68,8 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
       test_bounds: whether ``test`` itself fails after at most ``n`` steps (a
         counter the test compares, as ``while i < 10``); the ``while_loop``
         then needs no step count of its own.
+      check: optional ``check(body_jaxpr)``, called once the body is traced
+        (its inputs: the arrays, then ``k``); it may raise to refuse the loop.
 
     Returns:
       The final arrays, as a list.
@@ -87,6 +90,8 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
             break
         arrays = list(promoted)
         test_jaxpr, body_jaxpr = trace(arrays)
+    if check is not None:
+        check(body_jaxpr)
     run_test = jax_core.jaxpr_as_fun(_without_consts(test_jaxpr))
     run_body = jax_core.jaxpr_as_fun(_without_consts(body_jaxpr))
     n_test = len(test_jaxpr.consts)

@@ -7,14 +7,16 @@ that does not fit int32 where it becomes an array. A loop staged as one
 staging, :func:`overflow` runs the body's jaxpr on intervals, from the values
 the loop starts with, for its first steps (up to ``STEPS``)::
 
-    p = 1                         # [1, 1]
-    for i in range(40):           # i in [0, 39]
-        p = p * 2                 # [1, 2], [1, 4], ... [1, 2**31]: outgrows int32
+    p = 1                         # 1
+    for i in range(40):           # i = 0, 1, 2, ...
+        p = p * 2                 # 2, 4, ... 2**31: outgrows int32
         x = x + 1.0
 
-A value the analysis cannot follow (it comes from an array, a float, an
-operation not listed below) is unbounded and never reported; so is growth that
-needs more than ``STEPS`` steps to show (a counter stepping by one).
+An integer that comes to depend on an array (picked by a traced branch, added
+to an array) is no longer followed: the Python loop would carry it as an
+int32 array too. Neither is a value the analysis cannot follow (a float, an
+operation not listed below), nor growth that needs more than ``STEPS`` steps
+to show (a counter stepping by one).
 """
 
 from __future__ import annotations
@@ -136,44 +138,62 @@ def _run(jaxpr, consts: list[Interval], ins: list[Interval]) -> list[Interval]:
         env[v] = i
     for eqn in jaxpr.eqns:
         args = [read(v) for v in eqn.invars]
-        for out in eqn.outvars:
-            env[out] = _apply(eqn.primitive.name, eqn.params, args, out.aval) if len(
-                eqn.outvars) == 1 else None
+        name = eqn.primitive.name
+        if name in ("pjit", "jit", "closed_call", "core_call") and "jaxpr" in eqn.params:
+            inner = eqn.params["jaxpr"]  # a nested function: followed into
+            outs = _run(inner.jaxpr, [known(c) for c in inner.consts], args)
+        elif name == "cond":  # any branch may run: the hull of theirs
+            outs = None
+            for branch in eqn.params["branches"]:
+                got = _run(branch.jaxpr, [known(c) for c in branch.consts], args[1:])
+                outs = got if outs is None else [_hull(a, b) for a, b in zip(outs, got)]
+        elif len(eqn.outvars) == 1:
+            outs = [_apply(name, eqn.params, args, eqn.outvars[0].aval)]
+        else:
+            outs = [None] * len(eqn.outvars)
+        for out, interval in zip(eqn.outvars, outs or [None] * len(eqn.outvars)):
+            env[out] = interval if _is_int(out.aval) else None
     return [read(v) for v in jaxpr.outvars]
 
 
-def overflow(closed, carry_init: list, n_carry: int, other_inputs: list[Interval],
-             steps: int) -> tuple[int, int] | None:
-    """The first carried integer a loop may push out of int32, or None.
+def overflow(closed, carry_init: list, n_carry: int, first_index: int,
+             extra: list[Interval], steps: int) -> tuple[int, int] | None:
+    """The first carried integer a loop would push out of int32, or None.
+
+    The loop is followed step by step from ``carry_init``, with the step index
+    ``first_index``, ``first_index + 1``, ...: an integer that stays exactly
+    known (it depends on known values and the index only, as ``fact *= i``
+    does) is checked at each step; one that comes to depend on an array (a
+    traced branch picks it, an array is added to it) is no longer followed,
+    since the Python loop would carry it as an array too.
 
     Args:
-      closed: the body's ``ClosedJaxpr``: inputs are the carry (``n_carry``
-        values) then ``other_inputs``; its first ``n_carry`` outputs are the carry.
-      carry_init: the carry's initial values (concrete ones are followed).
+      closed: the body's ``ClosedJaxpr``; its inputs are the carry (``n_carry``
+        values), the step index, then ``extra``; its first ``n_carry``
+        outputs are the carry.
+      carry_init: the carry's initial values (Python ints are followed).
       n_carry: how many inputs and outputs are carried.
-      other_inputs: intervals of the other inputs (the step index, say).
+      first_index: the step index of the first step.
+      extra: intervals of the inputs after the index.
       steps: how many times the body runs.
 
     Returns:
-      ``(position in the carry, a bound it may reach)``, or None.
+      ``(position in the carry, the value it would reach)``, or None.
     """
     jaxpr = closed.jaxpr
     if not any(_is_int(v.aval) for v in jaxpr.outvars[:n_carry]):
         return None
     consts = [known(c) for c in closed.consts]
     state = [known(v) for v in carry_init]
-    if all(s is None for s in state):
-        return None
-    for _ in range(min(steps, STEPS)):
-        out = _run(jaxpr, consts, state + list(other_inputs))[:n_carry]
-        new = [_hull(s, o) for s, o in zip(state, out)]
-        for i, (interval, var) in enumerate(zip(new, jaxpr.outvars)):
-            if interval is not None and _is_int(var.aval) and var.aval.dtype != np.bool_ and (
-                    interval[0] < _LO or interval[1] > _HI):
-                return i, interval[1] if interval[1] > _HI else interval[0]
-        if new == state:
+    for t in range(min(steps, STEPS)):
+        if all(s is None for s in state):
             return None
-        state = new
+        index = (first_index + t, first_index + t)
+        out = _run(jaxpr, consts, state + [index] + list(extra))[:n_carry]
+        state = [o if o is not None and o[0] == o[1] else None for o in out]
+        for i, (value, var) in enumerate(zip(state, jaxpr.outvars)):
+            if value is not None and var.aval.dtype != np.bool_ and not _LO <= value[0] <= _HI:
+                return i, value[0]
     return None
 
 

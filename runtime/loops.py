@@ -408,6 +408,10 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 if seq.n - k > UNROLL_LIMIT or (isinstance(e, errors.AutographError)
                                                 and not isinstance(e, errors.LoopStateError)):
                     raise
+                if isinstance(e, Int32OverflowError) and extra_test is not None:
+                    # unrolled, each step after a traced exit test is a staged branch,
+                    # which carries the integer as int32 all the same
+                    raise
                 outside.restore()  # what the staging attempt changed, run again by Python
                 _warn_unrolled(e)
                 return _python_for(_items_from(seq, k), body, state, names, extra_test)
@@ -584,7 +588,8 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     if not _same_types(*first):
         stabilize(carry, first[1])  # a weakly typed carry the body promotes
         closed, out_tree = trace()
-    _refuse_int_overflow(closed, carry, names, k0, seq, xs)
+    _refuse_int_overflow(closed, carry, names, k0, [
+        intervals.known(x) for x in jax.tree_util.tree_leaves(xs)], seq.n - k0)
     run = jax_core.jaxpr_as_fun(closed)
 
     def replay(arrays, kx):
@@ -602,29 +607,39 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     return tuple(values)
 
 
-def _refuse_int_overflow(closed, carry, names, k0: int, seq, xs) -> None:
+def _refuse_int_overflow(closed, carry, names, first_index: int, extra, steps: int) -> None:
     """A staged loop computes the integers it carries in int32, where the Python
     loop ``jax.jit`` runs keeps them exact: one that would outgrow int32 within
-    the loop's first steps (``fact *= i``) is refused, and the loop runs as Python."""
-    others = [(k0, seq.n - 1)] + [intervals.known(x) for x in jax.tree_util.tree_leaves(xs)]
+    the loop's first steps (``fact *= i``) is refused, and the loop runs as Python.
+
+    ``closed`` is the body's jaxpr (the carry, the step index from
+    ``first_index``, then inputs whose intervals are ``extra``), ``steps`` its
+    trip count.
+    """
+    if type(steps) is not int or type(first_index) is not int:
+        return  # a symbolic length (`jax.export`): no steps to follow
     # the values the loop starts from, before they became arrays (under `jax.jit` a
     # Python int's array is a tracer, its value unknown)
     start = [leaf for (_, leaves), fixed in zip(carry.flat, carry.static)
              for i, leaf in enumerate(leaves) if i not in dict(fixed)]
-    hit = intervals.overflow(closed, start, len(carry.arrays), others, seq.n - k0)
+    hit = intervals.overflow(closed, start, len(carry.arrays), first_index, extra, steps)
     if hit is None:
         return
     position, bound = hit
     name = next((n for n, leaves in zip(names, _carried_positions(carry)) if position in leaves),
                 "a carried integer")
-    raise errors.LoopStateError(
+    raise Int32OverflowError(
         "an integer carried by a staged loop would outgrow int32",
-        observed=f"`{name}` may reach {intervals.describe(bound)} in the loop's first "
-                 f"{min(seq.n - k0, intervals.STEPS)} steps; staged, the loop computes it in "
+        observed=f"`{name}` reaches {intervals.describe(bound)} in the loop's first "
+                 f"{min(steps, intervals.STEPS)} steps; staged, the loop computes it in "
                  f"int32, which wraps around (a Python loop keeps it exact)",
         variable=name,
-        fix="compute it as a float (`1.0` rather than `1`), or in a loop short enough to run "
-            "as Python")
+        fix="compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = (h * "
+            "31 + i) % m`), or run a loop short enough to run as Python")
+
+
+class Int32OverflowError(errors.LoopStateError):
+    """A carried integer would outgrow int32 (see ``_refuse_int_overflow``)."""
 
 
 def _carried_positions(carry) -> list[set[int]]:
@@ -664,7 +679,10 @@ def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
         return new
 
     with staging():
-        final = counted_loop(test, body, carry.arrays, seq.n - k0, stabilize=_stabilizer(carry))
+        n = seq.n - k0
+        final = counted_loop(test, body, carry.arrays, n, stabilize=_stabilizer(carry),
+                             check=lambda closed: _refuse_int_overflow(
+                                 closed, carry, names, 0, [], n))
     return carry.unflatten(final, final=True)
 
 

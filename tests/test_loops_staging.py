@@ -320,3 +320,21 @@ def test_counter_that_fits_int32_stays_one_scan():
     x, count = jax.jit(autograph.convert(counted))(jnp.float32(1.0))
     assert int(count) == 2000
     np.testing.assert_allclose(x, counted(1.0)[0], rtol=1e-4)
+
+
+def doubled_where_positive(x):
+    p = 1
+    for i in range(40):
+        if x > 0:  # a traced branch picks `p`: an int32 array from here on, even unrolled
+            p = p * 2
+        x = x - 0.1
+    return x
+
+
+def test_integer_picked_by_a_traced_branch_is_not_followed():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no unrolling warning
+        jaxpr = jax.make_jaxpr(autograph.convert(doubled_where_positive))(1.0)
+    assert "scan" in primitives(jaxpr)
