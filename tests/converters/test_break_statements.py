@@ -1,6 +1,7 @@
 """The `break` converter (and loop `else:`): golden output and behaviour."""
 
 import numpy as np
+import pytest
 
 from autograph.converters import break_statements
 from tests.helpers import assert_golden, check_equivalent
@@ -332,8 +333,8 @@ def test_else_without_break_always_runs():
 # An exit at the top of a `while` body joins the loop test
 
 
-def test_golden_leading_exits_join_the_test():
-    assert_golden("""
+_LEADING_EXITS = {
+    "two exits join the test": ("""
         def f(x, n):
             while x < n:
                 if x % 7 == 0:
@@ -347,11 +348,8 @@ def test_golden_leading_exits_join_the_test():
             while x < n and (not x % 7 == 0) and (not x > 50):
                 x = x + 3
             return x
-    """, passes=(break_statements,))
-
-
-def test_golden_leading_exit_then_a_later_break_keeps_the_flag():
-    assert_golden("""
+    """),
+    "a later break keeps the flag": ("""
         def f(x):
             while x > 1:
                 if x == 5:
@@ -368,12 +366,9 @@ def test_golden_leading_exit_then_a_later_break_keeps_the_flag():
                 if x % 3 == 0:
                     did_break = True
             return x
-    """, passes=(break_statements,))
-
-
-def test_golden_leading_exit_with_else_keeps_the_flag():
+    """),
     # the `else:` must not run after the exit, so the exit stays a flagged break
-    assert_golden("""
+    "an else keeps the flag": ("""
         def f(x):
             while x > 1:
                 if x == 5:
@@ -393,7 +388,14 @@ def test_golden_leading_exit_with_else_keeps_the_flag():
             if not did_break:
                 x = 0
             return x
-    """, passes=(break_statements,))
+    """),
+}
+
+
+@pytest.mark.parametrize("case", list(_LEADING_EXITS))
+def test_golden_leading_exits(case):
+    src, expected = _LEADING_EXITS[case]
+    assert_golden(src, expected, passes=(break_statements,))
 
 
 def leading_exits(x, n):
