@@ -10,6 +10,8 @@ written with ``lax`` by hand.
 
 from __future__ import annotations
 
+import gc
+import statistics
 import time
 
 import jax
@@ -27,10 +29,18 @@ def _source_loop(n):
     return namespace["f"]
 
 
-def _first_call(make_fn, x):
-    start = time.perf_counter()
-    jax.block_until_ready(make_fn()(x))
-    return time.perf_counter() - start
+def _first_call(make_fn, x, rounds: int = 3):
+    """Median over ``rounds`` of a first call; each starts from a collected heap and
+    leaves the function's teardown (freeing its executable) untimed."""
+    times = []
+    for _ in range(rounds):
+        gc.collect()
+        start = time.perf_counter()
+        fn = make_fn()
+        jax.block_until_ready(fn(x))
+        times.append(time.perf_counter() - start)
+        del fn
+    return statistics.median(times)
 
 
 def first_call_rows(sizes=(10, 100, 1000, 10000), unroll_limit=1000):
@@ -54,7 +64,7 @@ def first_call_rows(sizes=(10, 100, 1000, 10000), unroll_limit=1000):
 
         t_conv = _first_call(converted, x)
         t_fori = _first_call(fori, x)
-        t_unroll = _first_call(unrolled, x) if n <= unroll_limit else None
+        t_unroll = _first_call(unrolled, x, rounds=1) if n <= unroll_limit else None
         rows.append({"n": n, "converted_s": t_conv, "fori_s": t_fori, "unrolled_s": t_unroll,
                      "ratio_vs_fori": t_conv / t_fori})
     return rows
