@@ -9,7 +9,9 @@ the same on every path.
 
 from __future__ import annotations
 
+import functools
 import math
+import types
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -138,7 +140,7 @@ def object_snapshot(values):
     snap = []
     for leaf in tree_util.tree_leaves(list(values), is_leaf=is_undefined):
         attrs = getattr(leaf, "__dict__", None)
-        if attrs is not None and not is_array(leaf) and not callable(leaf):
+        if type(attrs) is dict and _plain_object(leaf):
             snap.append((leaf, dict(attrs)))
     return snap
 
@@ -237,8 +239,7 @@ class OuterState:
                         self.cells.append((cell, cell.cell_contents))
                     except ValueError:
                         continue
-            elif not is_array(value) and not callable(value) and not isinstance(
-                    value, (types.ModuleType, type)):
+            elif _plain_object(value):
                 attrs = getattr(value, "__dict__", None)
                 if type(attrs) is dict:
                     self.objects.append((value, dict(attrs)))
@@ -288,8 +289,7 @@ class OuterState:
         if hit is not None:
             return f"attribute `{hit[1]}` of a `{type(hit[0]).__name__}` object"
         for container, before in self.containers:
-            if len(container) != len(before) or any(
-                    a is not b for a, b in zip(_items(container), _items(before))):
+            if _container_changed(container, before):
                 return f"a `{type(container).__name__}` it reads"
         return None
 
@@ -312,8 +312,23 @@ class OuterState:
             container.extend(before) if type(container) is list else container.update(before)
 
 
-def _items(container):
-    return container if type(container) is list else list(container.items())
+def _container_changed(container, before) -> bool:
+    """Whether a list or dict holds other objects than its shallow copy ``before``."""
+    if len(container) != len(before):
+        return True
+    if type(container) is list:
+        return any(a is not b for a, b in zip(container, before))
+    return any(container.get(key, _MISSING) is not value for key, value in before.items())
+
+
+def _plain_object(value) -> bool:
+    """An object whose attributes a body may set: not an array, function, class or
+    module (a callable instance, such as a key generator with ``__call__``, counts)."""
+    return not is_array(value) and not isinstance(value, _NOT_OBJECTS)
+
+
+_NOT_OBJECTS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                types.BuiltinMethodType, types.ModuleType, type, functools.partial)
 
 
 def _global_names(code) -> set:
