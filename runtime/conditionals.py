@@ -19,6 +19,7 @@ from .conditions import condition
 from .jaxprs import make_jaxpr
 from .side_effects import FString, Raised, user_raised
 from .values import (
+    MaybeUndefined,
     UndefinedReturn,
     branch_guard,
     describe,
@@ -153,7 +154,12 @@ def _run(fn, init, n):
     out = tuple(fn(*_fresh(init))) if fn is not None else _fresh(init)[:n]
     if len(out) != n:  # pragma: no cover - generated code always matches
         raise AssertionError(f"branch returned {len(out)} values for {n} names")
-    return out
+    # a variable a loop assigns first comes in with its "defined" flag: a branch
+    # that assigns it sets the flag, so both branches hand on a `MaybeUndefined`
+    return tuple(MaybeUndefined(init[j].undefined, v, True)
+                 if j < len(init) and isinstance(init[j], MaybeUndefined)
+                 and not isinstance(v, MaybeUndefined) and not is_undefined(v) else v
+                 for j, v in enumerate(out))
 
 
 class StaticSpec(NamedTuple):
@@ -279,28 +285,69 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             other = false if branch is true else true
             return _staged_with_raise(pred, branch, other, init, names)
     assert true.record is not None and false.record is not None  # neither raised
-    sig_t, sig_f = true.record.signature(), false.record.signature()
+    # one branch hands on a variable that may be unassigned, the other assigns it
+    wrap = _maybe_positions(true.record.values, false.record.values)
+    t_rec, f_rec = true.record, false.record
+    if wrap:
+        t_rec = _Record(_as_maybe(true.record.values, wrap))
+        f_rec = _Record(_as_maybe(false.record.values, wrap))
+    sig_t, sig_f = t_rec.signature(), f_rec.signature()
     jaxprs = (true.jaxpr, false.jaxpr)
-    if _same(sig_t, sig_f):
+    if not wrap and _same(sig_t, sig_f):
         with staging():
             arrays = _select(pred, jaxprs, _replay(true.jaxpr), _replay(false.jaxpr))
             if arrays is None:
                 arrays = lax.cond(pred, _replay(true.jaxpr), _replay(false.jaxpr))
         return _rebuild_like(true.record, _strong_where_either(arrays, sig_t, sig_f))
-    spec = _merge(true.record, false.record, names, exits, returns)
+    spec = _merge(t_rec, f_rec, names, exits, returns)
+    # A variable one branch leaves unassigned after a jump (`break`) may still be
+    # read after the loop: it comes out as a `MaybeUndefined`, whose flag says
+    # whether the branch that ran assigned it.
+    born = [j for j, (vt, vf) in enumerate(zip(t_rec.values, f_rec.values))
+            if is_undefined(vt) != is_undefined(vf)
+            and not isinstance(vt, UndefinedReturn) and not isinstance(vf, UndefinedReturn)]
 
     def cast(branch: _Branch):
         replay = _replay(branch.jaxpr)
 
         def run():
-            return _cast(_rebuild_like(branch.record, replay()), spec)
+            values = _as_maybe(_rebuild_like(branch.record, replay()), wrap)
+            flags = [jnp.asarray(not is_undefined(values[j])) for j in born]
+            return _cast(values, spec) + flags
         return run
 
     with staging():
         arrays = _select(pred, jaxprs, cast(true), cast(false))
         if arrays is None:
             arrays = lax.cond(pred, cast(true), cast(false))
-    return _rebuild(spec, arrays)
+    flags = arrays[len(arrays) - len(born):]
+    out = list(_rebuild(spec, arrays[:len(arrays) - len(born)]))
+    for j, flag in zip(born, flags):
+        vt, vf = t_rec.values[j], f_rec.values[j]
+        value = out[j]
+        if isinstance(value, MaybeUndefined):  # assigned only where its own flag says
+            value, flag = value.value, jnp.logical_and(flag, value.defined)
+        out[j] = MaybeUndefined(vt if is_undefined(vt) else vf, value, flag)
+    return tuple(out)
+
+
+def _maybe_positions(t_values, f_values) -> dict[int, Any]:
+    """Outputs a `MaybeUndefined` on one branch and an assigned value on the other:
+    position -> the ``Undefined`` it stands for."""
+    out = {}
+    for j, (a, b) in enumerate(zip(t_values, f_values)):
+        for m, other in ((a, b), (b, a)):
+            if isinstance(m, MaybeUndefined) and not isinstance(other, MaybeUndefined) \
+                    and not is_undefined(other):
+                out[j] = m.undefined
+    return out
+
+
+def _as_maybe(values, wrap: dict[int, Any]) -> tuple:
+    """``values`` with the assigned ones at ``wrap``'s positions as ``MaybeUndefined``."""
+    return tuple(MaybeUndefined(wrap[j], v, True)
+                 if j in wrap and not isinstance(v, MaybeUndefined) else v
+                 for j, v in enumerate(values))
 
 
 # primitives that compute nothing: they move, reshape or retype what they are given

@@ -257,28 +257,34 @@ def _staged_while(test, body, state, names, steps: Steps, loop="while"):
 
 
 def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):
-    """A staged loop that assigns variables first: carried with a "defined" flag.
+    """A staged loop that assigns variables first: each carried with a "defined" flag.
 
-    The loop may run zero times, so each such variable starts as a placeholder
-    of the shape and dtype one iteration gives it (``jax.eval_shape``), and a
-    flag, true once an iteration ran, travels with them; after the loop they
-    are ``MaybeUndefined``, and a read checks the flag when the program runs.
+    The loop may run zero times, or leave before the assignment (``if y > t:
+    break`` above ``last = y``), so each such variable starts as a placeholder
+    of the shape and dtype one iteration gives it, as a ``MaybeUndefined``
+    whose flag is false; an iteration that assigns it makes the flag true
+    (:func:`assigned`), one that does not hands it on. After the loop a read
+    checks the flag when the program runs.
     """
     undefined = {i: state[i] for i in born}
     filled = infer_undefined(lambda s: tuple(body(*s)), state, names, loop)
-
-    def flagged_test(*s):
-        return test(*s[:-1])
+    start = tuple(MaybeUndefined(undefined[i], v.value if isinstance(v, MaybeUndefined) else v,
+                                 False) if i in undefined else v
+                  for i, v in enumerate(filled))
 
     def flagged_body(*s):
-        return tuple(body(*s[:-1])) + (True,)
+        return assigned(tuple(body(*s)), undefined)
 
-    out = _staged_while_defined(flagged_test, flagged_body, tuple(filled) + (False,),
-                                tuple(names) + ("<defined>",), steps, loop)
-    *values, defined = out
-    for i, v in undefined.items():
-        values[i] = MaybeUndefined(v, values[i], defined)
-    return tuple(values)
+    return _staged_while_defined(test, flagged_body, start, names, steps, loop)
+
+
+def assigned(values: tuple, undefined: Mapping[int, Any]) -> tuple:
+    """``values`` with a plain value at a position in ``undefined`` (a variable the
+    loop assigns first) marked as assigned: ``MaybeUndefined(..., True)``."""
+    return tuple(
+        MaybeUndefined(undefined[i], v, True)
+        if i in undefined and not isinstance(v, MaybeUndefined) and not is_undefined(v) else v
+        for i, v in enumerate(values))
 
 
 def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):

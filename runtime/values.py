@@ -209,7 +209,8 @@ def ld(value: Any) -> Any:
             f"`{undefined.name}` is used before it is assigned",
             observed=f"`{undefined.name}` is first assigned inside the loop"
                      + (f" at {where.short}" if where else "")
-                     + ", which ran zero times (known only at run time)",
+                     + ", which ran no iteration that assigned it (it ran zero times, or "
+                       "left before the assignment; known only at run time)",
             variable=undefined.name, location=errors.current_location() or where,
             fix=f"assign `{undefined.name}` before the loop, or read it only where the loop "
                 f"has run (e.g. under `if n > 0:`)")

@@ -1,5 +1,6 @@
 """The `break` converter (and loop `else:`): golden output and behaviour."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -493,3 +494,36 @@ def test_exit_reading_a_variable_the_loop_assigns_later():
     x = np.array([0.5, 1.0, 2.0, 3.0, 0.1], np.float32)
     for fn in (stop_after_a_rise, stop_after_a_rise_else):
         check_equivalent(fn, *[(x, np.int32(n)) for n in (0, 1, 3, 5)])
+
+
+def last_below_for(xs, t):
+    for i in range(xs.shape[0]):
+        if xs[i] > t:
+            break
+        last = xs[i]
+    return last
+
+
+def last_below_while(xs, t):
+    i = 0
+    while i < xs.shape[0]:
+        y = xs[i] * 1.0
+        if y > t:
+            break
+        last = y
+        i += 1
+    return last
+
+
+@pytest.mark.parametrize("fn", [last_below_for, last_below_while])
+@pytest.mark.parametrize("size", [4, 20])  # a Python loop, a staged one
+def test_variable_assigned_after_a_break_is_unassigned_if_the_loop_left_first(fn, size):
+    import autograph
+
+    xs = np.arange(size, dtype=np.float32) + 10.0
+    for t in (11.5, 100.0):  # leaves after two items; never leaves
+        check_equivalent(fn, (xs, np.float32(t)))
+    with pytest.raises(UnboundLocalError):  # leaves before assigning: Python raises
+        fn(xs, np.float32(5.0))
+    with pytest.raises(UnboundLocalError, match="`last`"):
+        autograph.function(fn)(jnp.asarray(xs), jnp.float32(5.0))
