@@ -398,6 +398,13 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
         x = seq.python_slice(k)
         if (st_any_traced(state) or (x is not None and st_any_traced(x))) and not _in_linen():
             outside = st.OuterState((body, extra_test), state, names)
+            if not outside.can_rewind_all() and seq.n - k <= UNROLL_LIMIT:
+                # a generator cannot be put back after a staging attempt draws from it
+                _warn_unrolled(errors.LoopStateError(
+                    "the body reads a generator",
+                    observed="the body reaches a generator, whose items a staged body "
+                             "would draw once (and which cannot be rewound)"))
+                return _python_for(_items_from(seq, k), body, state, names, extra_test)
             try:
                 out = _scan_for(seq, k, body, state, names, extra_test)
                 changed = outside.changed()
@@ -409,15 +416,26 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 # trip count lets Python run what `lax.scan` cannot stage (a
                 # carry that grows or changes dtype, the index used as a Python
                 # value, a library that cannot be traced inside a scan).
-                # (autograph's own errors other than the carry rules would recur
-                # when the loop is unrolled: a branch rule, a condition, a refusal)
-                if seq.n - k > UNROLL_LIMIT or (isinstance(e, errors.AutographError)
-                                                and not isinstance(e, errors.LoopStateError)):
+                # A branch or condition rule broken only because the index is
+                # traced (`if i == 10: mode = "decay"`) holds once it is a Python
+                # int; autograph's other errors (a refusal, an unassigned variable)
+                # would recur when the loop is unrolled.
+                if seq.n - k > UNROLL_LIMIT or (isinstance(e, errors.AutographError) and not
+                                                isinstance(e, _INDEX_MAY_CAUSE)):
                     raise
                 if isinstance(e, Int32OverflowError) and extra_test is not None:
                     # unrolled, each step after a traced exit test is a staged branch,
                     # which carries the integer as int32 all the same
                     raise
+                if not outside.can_restore():
+                    outside.restore()
+                    raise errors.LoopStateError(
+                        "a staged `for` loop cannot draw from a generator",
+                        observed="the body advances a generator (`next(gen)`); staged, its "
+                                 "Python runs once while tracing, and a generator cannot be "
+                                 "rewound to run the loop as Python instead",
+                        fix="make a list of the items first (`items = list(gen)`) and index "
+                            "it, or loop over the generator itself") from e
                 outside.restore()  # what the staging attempt changed, run again by Python
                 _warn_unrolled(e)
                 return _python_for(_items_from(seq, k), body, state, names, extra_test)
@@ -437,6 +455,7 @@ PYTHON_TRIPS = 16
 _NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
                        IndexError)  # `x[i:i + 2]`: "Slice entries must be static integers"
 UNROLL_LIMIT = 1000
+_INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionError)
 
 
 def _warn_unrolled(error) -> None:

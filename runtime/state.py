@@ -221,12 +221,17 @@ class OuterState:
         self.objects: list[tuple[Any, dict]] = []  # (object, its __dict__ then)
         self.containers: list[tuple[Any, Any]] = []  # (list or dict, a shallow copy)
         self.module: tuple[dict, dict] | None = None
+        self.hidden: list[tuple[Any, Any]] = []  # (iterator or generator, its state)
         seen = set()
 
         def note(value):
             if id(value) in seen:
                 return
             seen.add(id(value))
+            hidden = _hidden_state(value)
+            if hidden is not None:  # an iterator or a random generator
+                self.hidden.append((value, hidden))
+                return
             if type(value) is list:
                 self.containers.append((value, list(value)))
             elif type(value) is dict:
@@ -291,7 +296,19 @@ class OuterState:
         for container, before in self.containers:
             if _container_changed(container, before):
                 return f"a `{type(container).__name__}` it reads"
+        for value, before in self.hidden:
+            if _hidden_state(value) != before:
+                return f"the position of a `{type(value).__name__}` it draws from"
         return None
+
+    def can_rewind_all(self) -> bool:
+        """Whether every iterator the body reaches could be put back (no generators)."""
+        return all(before[0] != "gen" for _, before in self.hidden)
+
+    def can_restore(self) -> bool:
+        """Whether :meth:`restore` can put everything back (a generator cannot rewind)."""
+        return all(_hidden_state(value) == before or _rewind(value, before, dry=True)
+                   for value, before in self.hidden)
 
     def restore(self) -> None:
         """Puts back what the snapshot saw (cells, globals, attributes, containers)."""
@@ -310,6 +327,54 @@ class OuterState:
         for container, before in self.containers:
             container.clear()
             container.extend(before) if type(container) is list else container.update(before)
+        for value, before in self.hidden:
+            if _hidden_state(value) != before:
+                _rewind(value, before)
+
+
+# iterators whose position `__reduce__` gives and `__setstate__` sets
+_ITERABLES: tuple[Any, ...] = ([], (), "", range(1), b"", bytearray())
+_SEEKABLE: tuple[type, ...] = tuple({type(iter(x)) for x in _ITERABLES})
+
+
+def _hidden_state(value):
+    """The position of an iterator, generator or random generator (state a call
+    such as ``next(it)`` or ``rng.random()`` moves without assigning anything), or
+    None for any other value."""
+    import random
+    if isinstance(value, _SEEKABLE):
+        return ("seek", value.__reduce__()[-1])
+    if isinstance(value, types.GeneratorType):
+        frame = value.gi_frame
+        return ("gen", None if frame is None else frame.f_lasti)
+    if isinstance(value, random.Random):
+        return ("random", value.getstate())
+    if isinstance(value, np.random.RandomState):
+        state: Any = value.get_state()
+        return ("numpy", np.asarray(state[1]).tobytes(), *state[2:])
+    if isinstance(value, np.random.Generator):
+        import pickle
+        return ("generator", pickle.dumps(value.bit_generator.state))
+    return None
+
+
+def _rewind(value, before, dry: bool = False) -> bool:
+    """Puts an iterator or random generator back at ``before``; False if it cannot."""
+    kind = before[0]
+    if kind == "gen":
+        return False
+    if dry:
+        return True
+    if kind == "seek":
+        value.__setstate__(before[1])
+    elif kind == "random":
+        value.setstate(before[1])
+    elif isinstance(value, np.random.RandomState):
+        value.set_state(("MT19937", np.frombuffer(before[1], np.uint32), *before[2:]))
+    else:
+        import pickle
+        value.bit_generator.state = pickle.loads(before[1])
+    return True
 
 
 def _container_changed(container, before) -> bool:

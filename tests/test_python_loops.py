@@ -247,3 +247,58 @@ def test_a_traced_while_that_changes_a_counter_outside_is_refused():
     assert autograph.convert(counts_in_a_traced_while)(1.0, 3) == (8.0, 3)
     with pytest.raises(autograph.LoopStateError, match="cannot change what lies outside"):
         jax.jit(autograph.convert(counts_in_a_traced_while))(1.0, jnp.int32(3))
+
+
+def _schedule(x):
+    mode = "warmup"
+    for i in range(20):  # staged (more than 16 steps) until the string needs Python
+        if i == 10:
+            mode = "decay"
+        if mode == "warmup":
+            x = x + 1.0
+        else:
+            x = x * 0.5
+    return x
+
+
+def test_branch_rule_broken_by_the_traced_index_unrolls_like_jit():
+    with pytest.warns(UserWarning, match="runs unrolled"):
+        got = jax.jit(autograph.convert(_schedule))(jnp.float32(0.0))
+    np.testing.assert_allclose(got, jax.jit(_schedule)(jnp.float32(0.0)))
+
+
+def _train_from_iterator(w, batches):
+    it = iter(batches)
+    for _ in range(20):  # long enough to be staged, were it not for `next(it)`
+        x, y = next(it)
+        w = w - 0.01 * 2 * (w * x - y) * x
+    return w
+
+
+def _noisy(x, rng):
+    for _ in range(20):
+        x = x + rng.random()
+    return x
+
+
+def _from_generator(x, n):
+    gen = (float(i) for i in range(n))
+    for _ in range(20):
+        x = x + next(gen)
+    return x
+
+
+def test_iterators_and_random_generators_advance_once_per_iteration():
+    import random
+
+    data = [(np.float32(i % 5), np.float32(2 * (i % 5))) for i in range(20)]
+    want = jax.jit(lambda w: _train_from_iterator(w, data))(jnp.float32(0.0))
+    got = jax.jit(lambda w: autograph.convert(_train_from_iterator)(w, data))(jnp.float32(0.0))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for make in (lambda: random.Random(0), lambda: np.random.RandomState(0)):
+        want = jax.jit(lambda x: _noisy(x, make()))(jnp.float32(0.0))
+        got = jax.jit(lambda x: autograph.convert(_noisy)(x, make()))(jnp.float32(0.0))
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.warns(UserWarning, match="generator"):
+        got = jax.jit(lambda x: autograph.convert(_from_generator)(x, 20))(jnp.float32(0.0))
+    assert float(got) == sum(range(20))
