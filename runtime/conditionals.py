@@ -150,8 +150,14 @@ def _plain(v):
     return list(list.__iter__(v)) if isinstance(v, list) and type(v) is not list else v
 
 
-def _run(fn, init, n):
-    out = tuple(fn(*_fresh(init))) if fn is not None else _fresh(init)[:n]
+def _run(fn, init, n, kept: set | None = None):
+    """Runs a branch on its own copies of the lists and dicts in ``init``; ``kept``
+    (if given) gets the positions of those it hands back as the very copies."""
+    fresh = _fresh(init)
+    out = tuple(fn(*fresh)) if fn is not None else fresh[:n]
+    if kept is not None:
+        kept.update(j for j, (v, o) in enumerate(zip(fresh, out))
+                    if o is v and type(init[j]) in (list, dict))
     if len(out) != n:  # pragma: no cover - generated code always matches
         raise AssertionError(f"branch returned {len(out)} values for {n} names")
     # a variable a loop assigns first comes in with its "defined" flag: a branch
@@ -232,7 +238,7 @@ def _check_objects(snapshot):
 class _Branch:
     """One branch of a staged `if`: its function and what tracing it gave."""
 
-    __slots__ = ("fn", "is_true", "record", "jaxpr", "raised")
+    __slots__ = ("fn", "is_true", "record", "jaxpr", "raised", "kept")
 
     def __init__(self, fn, is_true: bool):
         self.fn, self.is_true = fn, is_true
@@ -240,6 +246,7 @@ class _Branch:
         # how it computes its arrays, to replay without its Python
         self.jaxpr: jax_core.ClosedJaxpr | None = None
         self.raised: Exception | None = None  # a user exception (a `raise`) met tracing it
+        self.kept: set[int] = set()  # lists and dicts it updates in place (see `_run`)
 
     def taken(self, pred):
         """Where this branch runs: ``pred``, or its negation for the false branch."""
@@ -256,7 +263,8 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
 
     def trace(branch: _Branch):
         def run():
-            rec = _Record(_run(branch.fn, init, len(names)))
+            branch.kept.clear()
+            rec = _Record(_run(branch.fn, init, len(names), branch.kept))
             _check_objects(snapshot)
             branch.record = rec
             return rec.arrays()
@@ -298,7 +306,8 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             arrays = _select(pred, jaxprs, _replay(true.jaxpr), _replay(false.jaxpr))
             if arrays is None:
                 arrays = lax.cond(pred, _replay(true.jaxpr), _replay(false.jaxpr))
-        return _rebuild_like(true.record, _strong_where_either(arrays, sig_t, sig_f))
+        return _write_back(init, _rebuild_like(
+            true.record, _strong_where_either(arrays, sig_t, sig_f)), true.kept & false.kept)
     spec = _merge(t_rec, f_rec, names, exits, returns)
     # A variable one branch leaves unassigned after a jump (`break`) may still be
     # read after the loop: it comes out as a `MaybeUndefined`, whose flag says
@@ -328,6 +337,23 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
         if isinstance(value, MaybeUndefined):  # assigned only where its own flag says
             value, flag = value.value, jnp.logical_and(flag, value.defined)
         out[j] = MaybeUndefined(vt if is_undefined(vt) else vf, value, flag)
+    return _write_back(init, tuple(out), true.kept & false.kept)
+
+
+def _write_back(init, out, kept) -> tuple:
+    """A list or dict both branches updated in place (``obj[k] = v``, ``xs.append``)
+    gets the staged contents back into the object itself, which is handed on: a
+    caller's name for it sees the update, as in Python."""
+    out = list(out)
+    for j in kept:
+        orig, new = init[j], out[j]
+        if type(orig) is dict and isinstance(new, dict):
+            orig.clear()
+            orig.update(new)
+            out[j] = orig
+        elif type(orig) is list and isinstance(new, list):
+            orig[:] = list(list.__iter__(new))
+            out[j] = orig
     return tuple(out)
 
 

@@ -302,3 +302,61 @@ def test_iterators_and_random_generators_advance_once_per_iteration():
     with pytest.warns(UserWarning, match="generator"):
         got = jax.jit(lambda x: autograph.convert(_from_generator)(x, 20))(jnp.float32(0.0))
     assert float(got) == sum(range(20))
+
+
+def _accumulate(d, xs):
+    for x in xs:  # 20 items: staged
+        d["s"] = d["s"] + x
+
+
+def _sum_through_helper(xs):
+    d = {"s": 0.0}
+    _accumulate(d, xs)
+    return d["s"]
+
+
+def _collect(out, xs):
+    for x in xs:
+        out.append(x * 2.0)
+
+
+def _collected(xs):
+    out = []
+    _collect(out, xs)
+    return jnp.stack(out).sum(), len(out)
+
+
+def _through_alias(xs):
+    state = {"k": 0.0}
+    s = state
+    for x in xs:
+        s["k"] = s["k"] + x
+    return state["k"]
+
+
+def _both_branches_update(d, x):
+    if x > 0:
+        d["k"] = x
+    else:
+        d["k"] = -x
+    return d
+
+
+def _abs_through_dict(x):
+    d = {"k": 0.0}
+    _both_branches_update(d, x)
+    return d["k"]
+
+
+@pytest.mark.parametrize("fn", [_sum_through_helper, _collected, _through_alias])
+def test_lists_and_dicts_updated_in_a_staged_loop_are_updated_in_place(fn):
+    xs = jnp.arange(20.0)
+    want = jax.jit(fn)(xs)
+    got = jax.jit(autograph.convert(fn))(xs)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(a, b)
+
+
+@pytest.mark.parametrize("x", [3.0, -2.0])
+def test_dict_both_branches_update_in_place_is_seen_by_the_caller(x):
+    assert float(jax.jit(autograph.convert(_abs_through_dict))(jnp.float32(x))) == abs(x)
