@@ -137,10 +137,12 @@ def object_snapshot(values):
     Staged branches and loop bodies run once while tracing: an attribute
     assigned there would keep a traced value, silently.
     """
-    snap = []
-    for leaf in tree_util.tree_leaves(list(values), is_leaf=is_undefined):
+    snap, seen = [], set()
+    # the values themselves too: a registered dataclass is a pytree node, not a leaf
+    for leaf in list(values) + tree_util.tree_leaves(list(values), is_leaf=is_undefined):
         attrs = getattr(leaf, "__dict__", None)
-        if type(attrs) is dict and _plain_object(leaf):
+        if type(attrs) is dict and _plain_object(leaf) and id(leaf) not in seen:
+            seen.add(id(leaf))
             snap.append((leaf, dict(attrs)))
     return snap
 

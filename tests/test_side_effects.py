@@ -362,3 +362,21 @@ def test_branch_reading_outside_state_is_staged():
     assert float(f(jnp.float32(3.0))) == 7.0
     assert float(f(jnp.float32(-3.0))) == 3.0
     assert SETTINGS.items == [1, 2]
+
+
+def test_attribute_of_a_registered_dataclass_set_in_a_branch_is_refused():
+    import dataclasses
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Params:
+        w: jax.Array
+
+    def bump(p, x):
+        if x > 0:
+            p.w = p.w + x
+        return p.w
+
+    with pytest.raises(autograph.BranchError, match="attribute cannot be assigned"):
+        jax.jit(autograph.convert(bump))(Params(jnp.float32(1.0)), jnp.float32(2.0))
+    assert float(autograph.convert(bump)(Params(jnp.float32(1.0)), 2.0)) == 3.0  # Python `if`
