@@ -306,7 +306,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             arrays = _select(pred, jaxprs, _replay(true.jaxpr), _replay(false.jaxpr))
             if arrays is None:
                 arrays = lax.cond(pred, _replay(true.jaxpr), _replay(false.jaxpr))
-        return _write_back(init, _rebuild_like(
+        return st.write_back(init, _rebuild_like(
             true.record, _strong_where_either(arrays, sig_t, sig_f)), true.kept & false.kept)
     spec = _merge(t_rec, f_rec, names, exits, returns)
     # A variable one branch leaves unassigned after a jump (`break`) may still be
@@ -337,24 +337,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
         if isinstance(value, MaybeUndefined):  # assigned only where its own flag says
             value, flag = value.value, jnp.logical_and(flag, value.defined)
         out[j] = MaybeUndefined(vt if is_undefined(vt) else vf, value, flag)
-    return _write_back(init, tuple(out), true.kept & false.kept)
-
-
-def _write_back(init, out, kept) -> tuple:
-    """A list or dict both branches updated in place (``obj[k] = v``, ``xs.append``)
-    gets the staged contents back into the object itself, which is handed on: a
-    caller's name for it sees the update, as in Python."""
-    out = list(out)
-    for j in kept:
-        orig, new = init[j], out[j]
-        if type(orig) is dict and isinstance(new, dict):
-            orig.clear()
-            orig.update(new)
-            out[j] = orig
-        elif type(orig) is list and isinstance(new, list):
-            orig[:] = list(list.__iter__(new))
-            out[j] = orig
-    return tuple(out)
+    return st.write_back(init, tuple(out), true.kept & false.kept)
 
 
 def _maybe_positions(t_values, f_values) -> dict[int, Any]:

@@ -316,13 +316,13 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
     if maximum is None:
         with staging():
             final = lax.while_loop(cond_arrays, body_arrays, carry.arrays)
-        return _write_back(state, carry.unflatten(final, final=True), kept)
+        return st.write_back(state, carry.unflatten(final, final=True), kept)
 
     with staging():
         final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
                              int(maximum), stabilize=_stabilizer(carry),
                              test_bounds=steps.test_bounds)
-    return _write_back(state, carry.unflatten(final, final=True), kept)
+    return st.write_back(state, carry.unflatten(final, final=True), kept)
 
 
 def _kept_in_place(values, out) -> list[int]:
@@ -330,29 +330,6 @@ def _kept_in_place(values, out) -> list[int]:
     it was given (updated in place, if at all, as `d[k] = v` and `xs.append(v)` do)."""
     return [i for i, (v, o) in enumerate(zip(values, out))
             if o is v and isinstance(v, (list, dict))]
-
-
-def _write_back(before, after, kept) -> tuple:
-    """A staged loop's lists and dicts, updated in place: an alias of one (a caller's
-    name for the dict a helper fills in a loop) sees what Python would show it.
-
-    The loop carries their contents, so they come out as new objects; for each
-    one the body updated in place (``kept``), the contents go back into the
-    object the loop started with, which is handed on instead.
-    """
-    out = list(after)
-    for i in kept:
-        orig, new = before[i], after[i]
-        if type(orig) is dict and isinstance(new, dict):
-            if new is not orig:
-                orig.clear()
-                orig.update(new)
-            out[i] = orig
-        elif type(orig) is list and isinstance(new, list):
-            if new is not orig:
-                orig[:] = list(list.__iter__(new))
-            out[i] = orig
-    return tuple(out)
 
 
 def _stabilizer(carry):
@@ -618,8 +595,8 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         return carry.check(tuple(out), arrays), grown
 
     if extra_test is not None:
-        return _write_back(state, _exiting_for(seq, k0, xs, one, carry, names, extra_test,
-                                               lists), kept)
+        out = _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists)
+        return st.write_back(state, out, kept)
 
     # `lax.scan` traces `step` with the carry as given; where a weakly typed
     # carry comes out with another dtype, it promotes that input and traces
@@ -667,7 +644,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
             extra = [jax.tree_util.tree_map(lambda a, k=k: a[k], items[j])
                      for k in range(n) for j in range(m)]
             values[i] = list(values[i]) + extra
-    return _write_back(state, tuple(values), kept)
+    return st.write_back(state, tuple(values), kept)
 
 
 def _refuse_int_overflow(closed, carry, names, first_index: int, extra, steps: int) -> None:

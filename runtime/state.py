@@ -379,6 +379,32 @@ def _rewind(value, before, dry: bool = False) -> bool:
     return True
 
 
+def write_back(before, after, kept) -> tuple:
+    """A staged block's lists and dicts, updated in place: an alias of one (a
+    caller's name for the dict a helper fills in a loop) sees what Python would
+    show it.
+
+    A staged loop carries their contents, and each branch of a staged `if`
+    works on its own copy, so they come out as new objects; for each one the
+    block updated in place (``kept``: positions in ``before``/``after``), the
+    contents go back into the object the block started with, which is handed
+    on instead.
+    """
+    out = list(after)
+    for i in kept:
+        orig, new = before[i], after[i]
+        if type(orig) is dict and isinstance(new, dict):
+            if new is not orig:
+                orig.clear()
+                orig.update(new)
+            out[i] = orig
+        elif type(orig) is list and isinstance(new, list):
+            if new is not orig:
+                orig[:] = list(list.__iter__(new))
+            out[i] = orig
+    return tuple(out)
+
+
 def _container_changed(container, before) -> bool:
     """Whether a list or dict holds other objects than its shallow copy ``before``."""
     if len(container) != len(before):
