@@ -151,6 +151,10 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     """
     state = tuple(init)
     names = tuple(names)
+    # The counter moves toward its limit by one step an iteration at most (or the
+    # loop exits): the trips it allows from where it starts bound the loop, also
+    # once a traced `break` in an earlier iteration has made the counter traced.
+    first_trips = None if bound is None else _bounded_trips(Bound(*bound), state, names)
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
@@ -159,6 +163,9 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             limit = None
             if steps.maximum is None:
                 trips = None if bound is None else _bounded_trips(bound, state, names)
+                if trips is None and bound is not None and is_traced(
+                        state[names.index(bound.name)]):
+                    trips = first_trips
                 # a count: a `while_loop`, differentiable as the bounded form
                 if bound is not None and trips is not None:
                     steps, limit = Steps(trips, test_bounds=True), bound.limit()
