@@ -484,8 +484,11 @@ def _merge(t: _Record, f: _Record, names, exits=(), returns=()) -> list[NameSpec
     # in messages, the function's return value is named by its role, not its name
     labels = [_RETURN_VALUE if n in returns else n for n in names]
     for name, vt, vf, (tt, lt), (tf, lf) in zip(labels, t.values, f.values, t.flat, f.flat):
-        unread = ((is_undefined(vt) and not is_undefined(vf) and _jumped(t, names, exits))
-                  or (is_undefined(vf) and not is_undefined(vt) and _jumped(f, names, exits)))
+        # assigned on one branch only, where either branch leaves the loop or the
+        # function (`r = i; break`): it comes out as a `MaybeUndefined` (see
+        # `_staged`), read later only under a check of its flag
+        unread = (is_undefined(vt) != is_undefined(vf)) and (
+            _jumped(t, names, exits) or _jumped(f, names, exits))
         if isinstance(vt, UndefinedReturn) or isinstance(vf, UndefinedReturn) or unread:
             defined = (tf, lf) if is_undefined(vt) else (tt, lt)
             if is_undefined(vt) and is_undefined(vf):

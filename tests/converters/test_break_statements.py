@@ -527,3 +527,48 @@ def test_variable_assigned_after_a_break_is_unassigned_if_the_loop_left_first(fn
         fn(xs, np.float32(5.0))
     with pytest.raises(UnboundLocalError, match="`last`"):
         autograph.function(fn)(jnp.asarray(xs), jnp.float32(5.0))
+
+
+def index_of_first_above(xs, t):
+    for i in range(xs.shape[0]):
+        if xs[i] > t:
+            r = i  # assigned only on the path that leaves the loop
+            break
+    else:
+        r = -1
+    return r
+
+
+def value_of_first_above(xs, t):
+    i = 0
+    while i < xs.shape[0]:
+        if xs[i] > t:
+            found = xs[i]
+            break
+        i += 1
+    else:
+        found = -1.0
+    return found
+
+
+@pytest.mark.parametrize("fn", [index_of_first_above, value_of_first_above])
+@pytest.mark.parametrize("size", [4, 20])
+def test_search_assigning_its_result_where_it_breaks(fn, size):
+    xs = np.arange(size, dtype=np.float32)
+    check_equivalent(fn, *[(xs, np.float32(t)) for t in (-1.0, 2.5, 100.0)])
+
+
+def test_result_assigned_only_where_it_breaks_is_unassigned_if_it_never_does():
+    import autograph
+
+    def only_where_it_breaks(xs, t):
+        for i in range(xs.shape[0]):
+            if xs[i] > t:
+                r = i
+                break
+        return r
+
+    xs = np.arange(20, dtype=np.float32)
+    check_equivalent(only_where_it_breaks, (xs, np.float32(2.5)))
+    with pytest.raises(UnboundLocalError, match="`r`"):
+        autograph.function(only_where_it_breaks)(jnp.asarray(xs), jnp.float32(100.0))
