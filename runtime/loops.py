@@ -304,7 +304,7 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
 
     def body_arrays(arrays):
         values = carry.unflatten(arrays)
-        out = tuple(body(*values))
+        out = _keep_flags(values, tuple(body(*values)))
         kept.update(_kept_in_place(values, out))
         for n, v in zip(names, out):
             if n in lengths and isinstance(v, list) and len(v) > lengths[n]:
@@ -330,6 +330,15 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
                              int(maximum), stabilize=_stabilizer(carry),
                              test_bounds=steps.test_bounds)
     return st.write_back(state, carry.unflatten(final, final=True), kept)
+
+
+def _keep_flags(values, out) -> tuple:
+    """A variable carried with a "defined" flag (a ``MaybeUndefined``) that the body
+    assigns comes out flagged as assigned, so the carry keeps its structure."""
+    return tuple(MaybeUndefined(v.undefined, o, True)
+                 if isinstance(v, MaybeUndefined) and not isinstance(o, MaybeUndefined)
+                 and not is_undefined(o) else o
+                 for v, o in zip(values, out))
 
 
 def _kept_in_place(values, out) -> list[int]:
@@ -567,7 +576,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         before = {i: list(values[i]) for i in lists}  # the body may append in place
         for i in lists:
             values[i] = TrackedList(values[i])
-        out = list(body(seq.element(k, x), *values))
+        out = list(_keep_flags(values, tuple(body(seq.element(k, x), *values))))
         kept.update(_kept_in_place(values, out))
         grown = []
         for i, base_len in lists.items():

@@ -572,3 +572,18 @@ def test_result_assigned_only_where_it_breaks_is_unassigned_if_it_never_does():
     check_equivalent(only_where_it_breaks, (xs, np.float32(2.5)))
     with pytest.raises(UnboundLocalError, match="`r`"):
         autograph.function(only_where_it_breaks)(jnp.asarray(xs), jnp.float32(100.0))
+
+
+def search_then_overwrite(xs, t):
+    for i in range(xs.shape[0]):
+        if xs[i] > t:
+            r = xs[i]  # `r` leaves this loop carried with a "defined" flag
+            break
+    for k in range(xs.shape[0]):
+        r = xs[k] * 2.0  # a staged loop that assigns it: the flag is set
+    return r
+
+
+def test_flagged_variable_assigned_by_a_later_staged_loop():
+    xs = np.arange(20, dtype=np.float32)
+    check_equivalent(search_then_overwrite, *[(xs, np.float32(t)) for t in (2.5, 100.0)])
