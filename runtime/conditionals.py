@@ -23,6 +23,7 @@ from .values import (
     UndefinedReturn,
     branch_guard,
     describe,
+    flag_assigned,
     is_python_number,
     is_traced,
     is_undefined,
@@ -162,10 +163,7 @@ def _run(fn, init, n, kept: set | None = None):
         raise AssertionError(f"branch returned {len(out)} values for {n} names")
     # a variable a loop assigns first comes in with its "defined" flag: a branch
     # that assigns it sets the flag, so both branches hand on a `MaybeUndefined`
-    return tuple(MaybeUndefined(init[j].undefined, v, True)
-                 if j < len(init) and isinstance(init[j], MaybeUndefined)
-                 and not isinstance(v, MaybeUndefined) and not is_undefined(v) else v
-                 for j, v in enumerate(out))
+    return flag_assigned(init, out)
 
 
 class StaticSpec(NamedTuple):

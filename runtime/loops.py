@@ -55,6 +55,7 @@ from .values import (
     Tracer,
     UndefinedReturn,
     closure_values,
+    flag_assigned,
     is_traced,
     is_undefined,
     staging,
@@ -270,7 +271,7 @@ def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):
     break`` above ``last = y``), so each such variable starts as a placeholder
     of the shape and dtype one iteration gives it, as a ``MaybeUndefined``
     whose flag is false; an iteration that assigns it makes the flag true
-    (:func:`assigned`), one that does not hands it on. After the loop a read
+    (``values.flag_assigned``), one that does not hands it on. After the loop a read
     checks the flag when the program runs.
     """
     undefined = {i: state[i] for i in born}
@@ -279,19 +280,7 @@ def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):
                                  False) if i in undefined else v
                   for i, v in enumerate(filled))
 
-    def flagged_body(*s):
-        return assigned(tuple(body(*s)), undefined)
-
-    return _staged_while_defined(test, flagged_body, start, names, steps, loop)
-
-
-def assigned(values: tuple, undefined: Mapping[int, Any]) -> tuple:
-    """``values`` with a plain value at a position in ``undefined`` (a variable the
-    loop assigns first) marked as assigned: ``MaybeUndefined(..., True)``."""
-    return tuple(
-        MaybeUndefined(undefined[i], v, True)
-        if i in undefined and not isinstance(v, MaybeUndefined) and not is_undefined(v) else v
-        for i, v in enumerate(values))
+    return _staged_while_defined(test, body, start, names, steps, loop)
 
 
 def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
@@ -304,7 +293,7 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
 
     def body_arrays(arrays):
         values = carry.unflatten(arrays)
-        out = _keep_flags(values, tuple(body(*values)))
+        out = flag_assigned(values, tuple(body(*values)))
         kept.update(_kept_in_place(values, out))
         for n, v in zip(names, out):
             if n in lengths and isinstance(v, list) and len(v) > lengths[n]:
@@ -330,15 +319,6 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
                              int(maximum), stabilize=_stabilizer(carry),
                              test_bounds=steps.test_bounds)
     return st.write_back(state, carry.unflatten(final, final=True), kept)
-
-
-def _keep_flags(values, out) -> tuple:
-    """A variable carried with a "defined" flag (a ``MaybeUndefined``) that the body
-    assigns comes out flagged as assigned, so the carry keeps its structure."""
-    return tuple(MaybeUndefined(v.undefined, o, True)
-                 if isinstance(v, MaybeUndefined) and not isinstance(o, MaybeUndefined)
-                 and not is_undefined(o) else o
-                 for v, o in zip(values, out))
 
 
 def _kept_in_place(values, out) -> list[int]:
@@ -576,7 +556,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         before = {i: list(values[i]) for i in lists}  # the body may append in place
         for i in lists:
             values[i] = TrackedList(values[i])
-        out = list(_keep_flags(values, tuple(body(seq.element(k, x), *values))))
+        out = list(flag_assigned(values, tuple(body(seq.element(k, x), *values))))
         kept.update(_kept_in_place(values, out))
         grown = []
         for i, base_len in lists.items():

@@ -166,6 +166,16 @@ jax.tree_util.register_pytree_node(
     lambda undefined, children: MaybeUndefined(undefined, *children))
 
 
+def flag_assigned(before, after) -> tuple:
+    """``after`` (a block's outputs) with each plain value whose variable came in as a
+    ``MaybeUndefined`` (``before``, position by position) flagged as assigned, so a
+    variable keeps the structure it is carried with."""
+    return tuple(MaybeUndefined(before[j].undefined, v, True)
+                 if j < len(before) and isinstance(before[j], MaybeUndefined)
+                 and not isinstance(v, (MaybeUndefined, Undefined)) else v
+                 for j, v in enumerate(after))
+
+
 def _fail_unless(defined, taken, error):
     if np.any(np.logical_and(taken, np.logical_not(defined))):
         run_time_errors.fail(error)
