@@ -31,13 +31,13 @@ from typing import Any, Callable
 
 import jax
 
-_ARRAY_IMPL = type(jax.numpy.zeros(()))
+ARRAY_IMPL = type(jax.numpy.zeros(()))  # jax.Array's concrete type
 
 
 def plain(value) -> bool:
     """An array, or a list, tuple or dict (exactly those types) of plain values."""
     kind = type(value)
-    if kind is _ARRAY_IMPL:
+    if kind is ARRAY_IMPL:
         return True
     if kind is list or kind is tuple:
         return all(map(plain, value))

@@ -41,7 +41,7 @@ from autograph.runtime import transforms as _transforms
 from autograph.runtime.state import float_key as _float_key
 
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
-_ARRAY_IMPL = type(jax.numpy.zeros(()))  # the exact type, checked without an ABC lookup
+_ARRAY_IMPL = _dispatch.ARRAY_IMPL  # the exact type, checked without an ABC lookup
 _SCALARS = (bool, int, float, complex, str, type(None))
 RETRACE_WINDOW, RETRACE_LIMIT = 10, 5
 
@@ -203,9 +203,6 @@ class Function(functools.partial):
             i for i, name in named.items() if name in self._user_argnames}
         self._static_names = set(self._user_argnames) | {
             name for i, name in named.items() if i in self._user_argnums}
-        n_required = max(self._n_required, 0)
-        self._keyed_tail = self._jit_args((None,) * n_required + self._default_tail, {})[0][
-            n_required:]
         self._by_types: dict = {}
         self._flat_keys: set = set()
         self._positional_jit_options = bool(

@@ -28,11 +28,17 @@ class Carry:
         self.treedefs = [t for t, _ in self.flat]
         self.static = []   # per name: list of (index, value) of fixed leaves
         self.arrays = []
-        for _, leaves in self.flat:
+        # per carried array: the value it was made from (a Python int stays one
+        # here, where under `jax.jit` its array is a tracer) and its variable's name
+        self.starts: list = []
+        self.owners: list[str] = []
+        for name, (_, leaves) in zip(names, self.flat):
             fixed = []
             for i, leaf in enumerate(leaves):
                 if st.is_carryable(leaf):
                     self.arrays.append(st.as_array(leaf))
+                    self.starts.append(leaf)
+                    self.owners.append(name)
                 else:
                     fixed.append((i, leaf))
             self.static.append(fixed)

@@ -291,19 +291,21 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             other = false if branch is true else true
             return _staged_with_raise(pred, branch, other, init, names)
     assert true.record is not None and false.record is not None  # neither raised
-    # one branch hands on a variable that may be unassigned, the other assigns it
-    wrap = _maybe_positions(true.record.values, false.record.values)
+    # one branch hands on a variable that may be unassigned, the other assigns it:
+    # both hand on a `MaybeUndefined` there
+    flagged = _flagged_outputs(true.record.values, false.record.values)
     t_rec, f_rec = true.record, false.record
-    if wrap:
-        t_rec = _Record(_as_maybe(true.record.values, wrap))
-        f_rec = _Record(_as_maybe(false.record.values, wrap))
+    if flagged:
+        t_rec = _Record(flag_assigned(flagged, true.record.values))
+        f_rec = _Record(flag_assigned(flagged, false.record.values))
     sig_t, sig_f = t_rec.signature(), f_rec.signature()
     jaxprs = (true.jaxpr, false.jaxpr)
-    if not wrap and _same(sig_t, sig_f):
+    if not flagged and _same(sig_t, sig_f):
+        run_true, run_false = _replay(true.jaxpr), _replay(false.jaxpr)
         with staging():
-            arrays = _select(pred, jaxprs, _replay(true.jaxpr), _replay(false.jaxpr))
+            arrays = _select(pred, jaxprs, run_true, run_false)
             if arrays is None:
-                arrays = lax.cond(pred, _replay(true.jaxpr), _replay(false.jaxpr))
+                arrays = lax.cond(pred, run_true, run_false)
         return st.write_back(init, _rebuild_like(
             true.record, _strong_where_either(arrays, sig_t, sig_f)), true.kept & false.kept)
     spec = _merge(t_rec, f_rec, names, exits, returns)
@@ -318,15 +320,16 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
         replay = _replay(branch.jaxpr)
 
         def run():
-            values = _as_maybe(_rebuild_like(branch.record, replay()), wrap)
+            values = flag_assigned(flagged, _rebuild_like(branch.record, replay()))
             flags = [jnp.asarray(not is_undefined(values[j])) for j in born]
             return _cast(values, spec) + flags
         return run
 
+    run_true, run_false = cast(true), cast(false)
     with staging():
-        arrays = _select(pred, jaxprs, cast(true), cast(false))
+        arrays = _select(pred, jaxprs, run_true, run_false)
         if arrays is None:
-            arrays = lax.cond(pred, cast(true), cast(false))
+            arrays = lax.cond(pred, run_true, run_false)
     flags = arrays[len(arrays) - len(born):]
     out = list(_rebuild(spec, arrays[:len(arrays) - len(born)]))
     for j, flag in zip(born, flags):
@@ -338,23 +341,17 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
     return st.write_back(init, tuple(out), true.kept & false.kept)
 
 
-def _maybe_positions(t_values, f_values) -> dict[int, Any]:
-    """Outputs a `MaybeUndefined` on one branch and an assigned value on the other:
-    position -> the ``Undefined`` it stands for."""
-    out = {}
-    for j, (a, b) in enumerate(zip(t_values, f_values)):
-        for m, other in ((a, b), (b, a)):
-            if isinstance(m, MaybeUndefined) and not isinstance(other, MaybeUndefined) \
-                    and not is_undefined(other):
-                out[j] = m.undefined
-    return out
-
-
-def _as_maybe(values, wrap: dict[int, Any]) -> tuple:
-    """``values`` with the assigned ones at ``wrap``'s positions as ``MaybeUndefined``."""
-    return tuple(MaybeUndefined(wrap[j], v, True)
-                 if j in wrap and not isinstance(v, MaybeUndefined) else v
-                 for j, v in enumerate(values))
+def _flagged_outputs(t_values, f_values) -> tuple:
+    """Per output, the ``MaybeUndefined`` one branch hands on where the other assigns
+    the variable (``flag_assigned`` then flags that assignment), else None; empty
+    when there is none."""
+    out = []
+    for a, b in zip(t_values, f_values):
+        m = a if isinstance(a, MaybeUndefined) else b
+        other = b if m is a else a
+        out.append(m if isinstance(m, MaybeUndefined) and not isinstance(
+            other, MaybeUndefined) and not is_undefined(other) else None)
+    return tuple(out) if any(m is not None for m in out) else ()
 
 
 # primitives that compute nothing: they move, reshape or retype what they are given

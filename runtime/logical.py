@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -13,7 +12,7 @@ from autograph import errors
 
 from .conditionals import if_exp
 from .conditions import condition
-from .values import _fail_unless, branch_guard, is_traced, taken_when
+from .values import fail_at_run_time, is_traced, taken_when
 
 
 def _truth(x, op: str):
@@ -43,12 +42,7 @@ def and_(left: Any, right_thunk: Callable[[], Any]) -> Any:
     c = _truth(left, "and")
     if not is_traced(c):
         return right_thunk() if c else left
-    right = _operand_where(c, right_thunk)
-    if right is _UNREADABLE:
-        return left
-    if _bool_scalar(left) and _bool_scalar(right):  # a loop test: one `and`
-        return lax.bitwise_and(c, jnp.asarray(right))
-    return _choose(c, right, left)
+    return _staged(left, c, right_thunk, "and")
 
 
 def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
@@ -72,40 +66,31 @@ def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
     c = _truth(left, "or")
     if not is_traced(c):
         return left if c else right_thunk()
-    right = _operand_where(jnp.logical_not(c), right_thunk)
-    if right is _UNREADABLE:
-        return left
-    if _bool_scalar(left) and _bool_scalar(right):
-        return lax.bitwise_or(c, jnp.asarray(right))
-    return _choose(c, left, right)
+    return _staged(left, c, right_thunk, "or")
 
 
-_UNREADABLE = object()
+def _staged(left, c, right_thunk, op: str):
+    """``left and right`` / ``left or right`` for a traced truth ``c`` of ``left``.
 
-
-def _operand_where(needed, thunk):
-    """The right operand, which Python evaluates only where ``needed`` holds.
-
-    Staged, it is traced for every element: a check inside it (an `assert`, a
-    read of a variable a loop may have left unassigned) fails only where it is
-    needed. A variable it reads that is not assigned on this path at all (``i > 0
-    and prev > x`` on a loop's first step) makes it ``_UNREADABLE``: the result
-    is the left operand, and the program fails where the operand was needed, as
-    Python would.
+    The right operand is traced for every element, but Python evaluates it only
+    where it is needed (where ``left`` is true for `and`, false for `or`): a
+    check inside it (an `assert`, a read of a variable a loop may have left
+    unassigned) fails only there. A variable it reads that is not assigned on
+    this path at all (``i > 0 and prev > x`` on a loop's first step) leaves the
+    left operand as the result, and the program fails where the right one was
+    needed, as Python would.
     """
+    needed = c if op == "and" else jnp.logical_not(c)
     try:
         with taken_when(needed):
-            return thunk()
+            right = right_thunk()
     except errors.UndefinedVariableError as e:
-        jax.debug.callback(_fail_unless, jnp.logical_not(needed), branch_guard(), e)
-        return _UNREADABLE
-
-
-def _choose(c, if_true, if_false):
+        fail_at_run_time(jnp.logical_not(needed), e)
+        return left
+    if _bool_scalar(left) and _bool_scalar(right):  # a loop test: one `and`/`or`
+        return (lax.bitwise_and if op == "and" else lax.bitwise_or)(c, jnp.asarray(right))
+    if_true, if_false = (right, left) if op == "and" else (left, right)
     if _is_bool(if_true) and _is_bool(if_false):
-        t, f = jnp.asarray(if_true), jnp.asarray(if_false)
-        if t.shape == f.shape == jnp.shape(c) == ():  # a loop test: `lax.select`, no `jnp` call
-            return lax.select(jnp.asarray(c, bool), t, f)
         return jnp.where(c, if_true, if_false)
     return if_exp(c, lambda: if_true, lambda: if_false)
 

@@ -434,15 +434,6 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     # unrolled, each step after a traced exit test is a staged branch,
                     # which carries the integer as int32 all the same
                     raise
-                if not outside.can_restore():
-                    outside.restore()
-                    raise errors.LoopStateError(
-                        "a staged `for` loop cannot draw from a generator",
-                        observed="the body advances a generator (`next(gen)`); staged, its "
-                                 "Python runs once while tracing, and a generator cannot be "
-                                 "rewound to run the loop as Python instead",
-                        fix="make a list of the items first (`items = list(gen)`) and index "
-                            "it, or loop over the generator itself") from e
                 outside.restore()  # what the staging attempt changed, run again by Python
                 _warn_unrolled(e)
                 return _python_for(_items_from(seq, k), body, state, names, extra_test)
@@ -594,37 +585,27 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         out = _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists)
         return st.write_back(state, out, kept)
 
-    # `lax.scan` traces `step` with the carry as given; where a weakly typed
-    # carry comes out with another dtype, it promotes that input and traces
-    # again, and raises a TypeError if the carry's types still differ (one
-    # promotion made another carry change dtype). Then the carry is promoted
-    # to what the first step made of it (`stabilize`, as `counted_loop` does)
-    # and scanned again. Tracing a step before the scan to compare the types
-    # would trace the body twice in the common case, where nothing changes;
-    # instead each trace records its carry's types, and they tell, after a
-    # TypeError, whether it is this one (the last trace ended with types that
-    # differ) or another one, from the body or JAX, which propagates.
-    # per trace of `step`: (carry in, carry out) avals; None if it raised
-    traced: list[tuple | None] = []
+    # The body's Python runs once, into a jaxpr that `lax.scan` replays. Where a
+    # weakly typed carry comes out with another dtype (`s = 0` then `s = s + x`),
+    # the carry is promoted to what the step made of it (`stabilize`, as
+    # `counted_loop` does) and the step traced again.
+    step_types: list = []  # of the last trace: (carry in, carry out) avals
 
     def step(arrays, kx):
-        traced.append(None)
         k, x = kx
         out = one(arrays, k, x)
-        traced[-1] = ([jax.typeof(a) for a in arrays], [jax.typeof(a) for a in out[0]])
+        step_types[:] = [[jax.typeof(a) for a in arrays], [jax.typeof(a) for a in out[0]]]
         return out
 
     def trace():
         with staging():
             return make_jaxpr_and_tree(step, carry.arrays, (ks[0], x0))
 
-    closed, out_tree = trace()  # the body's Python runs here, once
-    first = traced[0]
-    assert first is not None  # a trace that raised has propagated
-    if not _same_types(*first):
-        stabilize(carry, first[1])  # a weakly typed carry the body promotes
+    closed, out_tree = trace()
+    if not _same_types(*step_types):
+        stabilize(carry, step_types[1])
         closed, out_tree = trace()
-    _refuse_int_overflow(closed, carry, names, k0, [
+    _refuse_int_overflow(closed, carry, k0, [
         intervals.known(x) for x in jax.tree_util.tree_leaves(xs)], seq.n - k0)
     run = jax_core.jaxpr_as_fun(closed)
 
@@ -643,7 +624,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     return st.write_back(state, tuple(values), kept)
 
 
-def _refuse_int_overflow(closed, carry, names, first_index: int, extra, steps: int) -> None:
+def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int) -> None:
     """A staged loop computes the integers it carries in int32, where the Python
     loop ``jax.jit`` runs keeps them exact: one that would outgrow int32 within
     the loop's first steps (``fact *= i``) is refused, and the loop runs as Python.
@@ -654,16 +635,11 @@ def _refuse_int_overflow(closed, carry, names, first_index: int, extra, steps: i
     """
     if type(steps) is not int or type(first_index) is not int:
         return  # a symbolic length (`jax.export`): no steps to follow
-    # the values the loop starts from, before they became arrays (under `jax.jit` a
-    # Python int's array is a tracer, its value unknown)
-    start = [leaf for (_, leaves), fixed in zip(carry.flat, carry.static)
-             for i, leaf in enumerate(leaves) if i not in dict(fixed)]
-    hit = intervals.overflow(closed, start, len(carry.arrays), first_index, extra, steps)
+    hit = intervals.overflow(closed, carry.starts, len(carry.arrays), first_index, extra, steps)
     if hit is None:
         return
     position, bound = hit
-    name = next((n for n, leaves in zip(names, _carried_positions(carry)) if position in leaves),
-                "a carried integer")
+    name = carry.owners[position]
     raise Int32OverflowError(
         "an integer carried by a staged loop would outgrow int32",
         observed=f"`{name}` reaches {intervals.describe(bound)} in the loop's first "
@@ -676,16 +652,6 @@ def _refuse_int_overflow(closed, carry, names, first_index: int, extra, steps: i
 
 class Int32OverflowError(errors.LoopStateError):
     """A carried integer would outgrow int32 (see ``_refuse_int_overflow``)."""
-
-
-def _carried_positions(carry) -> list[set[int]]:
-    """Per name, the positions of its leaves among the carried arrays."""
-    out, at = [], 0
-    for (_, leaves), fixed in zip(carry.flat, carry.static):
-        count = len(leaves) - len(fixed)
-        out.append(set(range(at, at + count)))
-        at += count
-    return out
 
 
 def _same_types(avals_in, avals_out) -> bool:
@@ -717,8 +683,7 @@ def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
     with staging():
         n = seq.n - k0
         final = counted_loop(test, body, carry.arrays, n, stabilize=_stabilizer(carry),
-                             check=lambda closed: _refuse_int_overflow(
-                                 closed, carry, names, 0, [], n))
+                             check=lambda closed: _refuse_int_overflow(closed, carry, 0, [], n))
     return carry.unflatten(final, final=True)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import math
+import pickle
+import random
 import types
 from typing import Any, Callable, NamedTuple
 
@@ -211,8 +213,6 @@ class OuterState:
     """
 
     def __init__(self, fns, values=(), carried=()):
-        import types
-
         # the cells of carried names a body updates itself (`nonlocal x` for a variable
         # a closure reads): the loop hands them their values, they are not side effects
         own = {id(cell) for fn in fns if isinstance(fn, types.FunctionType)
@@ -307,11 +307,6 @@ class OuterState:
         """Whether every iterator the body reaches could be put back (no generators)."""
         return all(before[0] != "gen" for _, before in self.hidden)
 
-    def can_restore(self) -> bool:
-        """Whether :meth:`restore` can put everything back (a generator cannot rewind)."""
-        return all(_hidden_state(value) == before or _rewind(value, before, dry=True)
-                   for value, before in self.hidden)
-
     def restore(self) -> None:
         """Puts back what the snapshot saw (cells, globals, attributes, containers)."""
         for cell, before in self.cells:
@@ -343,7 +338,6 @@ def _hidden_state(value):
     """The position of an iterator, generator or random generator (state a call
     such as ``next(it)`` or ``rng.random()`` moves without assigning anything), or
     None for any other value."""
-    import random
     if isinstance(value, _SEEKABLE):
         return ("seek", value.__reduce__()[-1])
     if isinstance(value, types.GeneratorType):
@@ -355,18 +349,16 @@ def _hidden_state(value):
         state: Any = value.get_state()
         return ("numpy", np.asarray(state[1]).tobytes(), *state[2:])
     if isinstance(value, np.random.Generator):
-        import pickle
         return ("generator", pickle.dumps(value.bit_generator.state))
     return None
 
 
-def _rewind(value, before, dry: bool = False) -> bool:
-    """Puts an iterator or random generator back at ``before``; False if it cannot."""
+def _rewind(value, before) -> None:
+    """Puts an iterator or random generator back at ``before`` (a generator cannot be:
+    loops reaching one run as Python from the start, see ``can_rewind_all``)."""
     kind = before[0]
     if kind == "gen":
-        return False
-    if dry:
-        return True
+        return
     if kind == "seek":
         value.__setstate__(before[1])
     elif kind == "random":
@@ -374,9 +366,7 @@ def _rewind(value, before, dry: bool = False) -> bool:
     elif isinstance(value, np.random.RandomState):
         value.set_state(("MT19937", np.frombuffer(before[1], np.uint32), *before[2:]))
     else:
-        import pickle
         value.bit_generator.state = pickle.loads(before[1])
-    return True
 
 
 def write_back(before, after, kept) -> tuple:

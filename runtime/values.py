@@ -181,6 +181,12 @@ def _fail_unless(defined, taken, error):
         run_time_errors.fail(error)
 
 
+def fail_at_run_time(ok, error) -> None:
+    """Raises ``error`` when the program runs, where ``ok`` (traced) is false in the
+    branch being traced (see :func:`branch_guard`)."""
+    jax.debug.callback(_fail_unless, ok, branch_guard(), error)
+
+
 def ld(value: Any) -> Any:
     """Reads a variable a converted block may have left unassigned.
 
@@ -224,7 +230,7 @@ def ld(value: Any) -> Any:
             variable=undefined.name, location=errors.current_location() or where,
             fix=f"assign `{undefined.name}` before the loop, or read it only where the loop "
                 f"has run (e.g. under `if n > 0:`)")
-        jax.debug.callback(_fail_unless, value.defined, branch_guard(), error)
+        fail_at_run_time(value.defined, error)
         return value.value
     return value
 
