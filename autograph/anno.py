@@ -29,6 +29,8 @@ class Anno(enum.Enum):
     LOOP_OPTIONS = "dict of keyword expressions from `autograph.set_loop_options`."
     COUNTER_STEPS = ("dict name -> step of the counters a `while` body steps once per "
                      "iteration (found before the jump passes move the steps).")
+    PYTHON_INDEX = ("Why a `for` body uses its loop index as a Python value (the loop runs as "
+                    "Python over a static range), or absent.")
     CLOSURE_READS = "frozenset of a function's local names that its nested user functions read."
     GENERATED = ("Marks a function a converter made for a branch or loop body; it is called "
                  "in place.")

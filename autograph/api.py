@@ -13,9 +13,11 @@ from typing import Callable
 import jax
 
 from autograph import errors, loader, parsing, pipeline
+from autograph.converters import index_uses
 from autograph.runtime import calls as _calls
 from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
+from autograph.runtime.index_meaning import PYTHON_PARAMS
 
 
 class _CodeCache:
@@ -125,6 +127,7 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
     if errors.is_generated(code.co_filename):
         raise TypeError(f"{fn.__qualname__} is already converted")
     parsed = parsing.parse_function(fn)
+    python_params = index_uses.parameter_uses(parsed.node)
     super_args = parsing.super_args(parsed.node, code.co_qualname, code.co_freevars)
     node = pipeline.convert_tree(parsed.node, parsed.filename, recursive=recursive,
                                  super_args=super_args,
@@ -133,6 +136,7 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
     compiled = loader.compile_function(
         source, line_map, name=fn.__qualname__, user_file=parsed.filename,
         user_line=code.co_firstlineno, freevars=code.co_freevars)
+    compiled.python_params = python_params
     if code not in _CODE_CACHE:
         # when the user's code object goes, so do its generated source and map
         weakref.finalize(code, loader.forget, compiled.filename)
@@ -143,7 +147,10 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
 def _converted_function(fn: types.FunctionType, recursive: bool) -> types.FunctionType:
     if errors.is_generated(fn.__code__.co_filename):
         return fn  # converted already, or defined inside converted code
-    new = loader.instantiate(_compile(fn, recursive), fn, _runtime())
+    compiled = _compile(fn, recursive)
+    new = loader.instantiate(compiled, fn, _runtime())
+    if compiled.python_params:  # see runtime/index_meaning
+        setattr(new, PYTHON_PARAMS, compiled.python_params)
     if fn.__name__ == "<lambda>":
         new.__name__ = "<lambda>"
     return new

@@ -28,8 +28,14 @@ from autograph import analysis, anno, checks
 from autograph.analysis import Analysis, activity, carried
 from autograph.anno import Anno
 from autograph.context import Context
-from autograph.converters import break_statements, continue_statements, return_statements
+from autograph.converters import (
+    break_statements,
+    continue_statements,
+    index_uses,
+    return_statements,
+)
 from autograph.naming import Namer
+from autograph.runtime.loops import PYTHON_TRIPS
 
 _JUMP_PASSES = (continue_statements, break_statements, return_statements)
 _BLOCKS = (gast.If, gast.While, gast.For)
@@ -379,20 +385,30 @@ class _Describer:
         block.target = self._text(origin.target if origin is not None else node.target)
         func = iterable.func.id if (isinstance(iterable, gast.Call)
                                     and isinstance(iterable.func, gast.Name)) else None
-        if func == "range":
+        why = index_uses.python_use(origin if origin is not None else node)
+        if why:
+            block.runtime = (
+                f"a Python loop, as `jax.jit` unrolls it, whatever is traced: {why}, so a "
+                f"staged index (a traced int32) would change what the body computes; "
+                f"use the index only in arithmetic, comparisons and array indexing to let "
+                f"a long loop stage as one `lax.scan`" + early)
+        elif func == "range":
             block.runtime = (
                 "a Python loop while the bounds are Python ints and the loop state holds "
-                "no traced value, and always when at most 16 iterations are left (as "
-                "`jax.jit` unrolls it, the index a Python int); once the state is traced, "
-                "more remaining iterations run as one `lax.scan` (the trip count is "
-                "static); with a traced bound, as `lax.while_loop`" + early)
+                f"no traced value, and always when at most {PYTHON_TRIPS} iterations are left "
+                f"(as `jax.jit` unrolls it, the index a Python int); once the state is "
+                f"traced, more remaining iterations run as one `lax.scan` (the trip count is "
+                f"static) unless a number the body computes from the index alone would "
+                f"differ from Python's (an integer past its dtype, a division by zero), "
+                f"which runs as Python; with a traced bound, as `lax.while_loop`" + early)
         else:
             via = (f" (`{func}` of ranges and arrays stays stageable)"
                    if func in ("enumerate", "zip", "reversed") else "")
             block.runtime = (
                 f"a Python loop while neither `{it_text}` nor the loop state is traced; "
                 f"when `{it_text}` is an array{via} and it or the state is traced, more "
-                f"than 16 remaining iterations run as one `lax.scan` over its leading axis "
+                f"than {PYTHON_TRIPS} remaining iterations run as one `lax.scan` over its "
+                f"leading axis "
                 f"(fewer run as the Python loop `jax.jit` unrolls); a list, "
                 f"tuple, dict or other iterable always runs as a Python loop (unrolled "
                 f"under `jax.jit`)" + early)

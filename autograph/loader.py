@@ -42,6 +42,8 @@ class Compiled:
         self.filename = filename
         self._freevars = freevars
         self._qualname = qualname
+        # parameters the function uses as Python values (see runtime/index_meaning)
+        self.python_params: dict[str, str] = {}
         self._code: types.CodeType | None = None
 
     @property

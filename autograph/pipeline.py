@@ -16,6 +16,7 @@ from autograph.converters import (
     for_statements,
     global_statements,
     if_statements,
+    index_uses,
     item_assignments,
     logical_expressions,
     loop_counters,
@@ -59,6 +60,9 @@ PASSES = (
                               # it; first, before any pass reads or makes names
     nested_declarations,      # `global`/`nonlocal` in a block -> the top of the function,
                               # whose whole body they apply to; before any pass moves blocks
+    index_uses,               # marks `for` loops that use their index as a Python value
+                              # (`f"w{i}"`, `str(i)`), read before print_calls rewrites
+                              # the formatting it may do at run time
     print_calls,              # print(...) -> ag__.print_, before call_trees would see it
     assert_statements,        # assert -> ag__.assert_; a statement less for the passes below
     del_statements,           # del x -> x = ag__.Undefined('x'): then an ordinary assignment

@@ -12,7 +12,9 @@ last value) is carried too, assigned from a fresh ``itr`` parameter.
 runtime's ``range_``, ``enumerate_``, ``zip_`` and ``reversed_``, which
 ``for_stmt`` can stage as one ``lax.scan`` or ``lax.while_loop``. A test left
 by the `break`/`return` passes (``Anno.EXTRA_TEST``) becomes
-``extra_test=loop_test``.
+``extra_test=loop_test``. A loop whose body uses its index as a Python
+value (``Anno.PYTHON_INDEX``, see ``index_uses``) gets ``python_index=`` with
+the reason: ``for_stmt`` then runs it as Python.
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ _CALL = templates.Template("STATE = ag__.for_stmt(ITERABLE, BODY_FN, INIT, names
 _CALL_TEST = templates.Template(
     "STATE = ag__.for_stmt(ITERABLE, BODY_FN, INIT, names=NAMES, extra_test=TEST_FN)")
 _CALL_NO_STATE = templates.Template("ag__.for_stmt(ITERABLE, BODY_FN, (), names=())")
+
+
+def _with_plan(stmts: list[gast.stmt], node: gast.For) -> list[gast.stmt]:
+    """Adds ``python_index=`` (see ``index_uses``) to the ``for_stmt`` call in ``stmts``."""
+    why = anno.get(node, Anno.PYTHON_INDEX)
+    if why:
+        for n in gast.walk(gast.Module(body=stmts, type_ignores=[])):
+            if (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+                    and n.func.attr == "for_stmt"):
+                n.keywords.append(gast.keyword(arg="python_index", value=templates.literal(why)))
+    return stmts
 
 
 class Lowering(FunctionScopes):
@@ -98,22 +111,24 @@ class Lowering(FunctionScopes):
                              BODY=body))
         iterable = self._iterable(node.iter)
         if not state and extra is None:
-            return stmts + _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn)
+            return stmts + _with_plan(
+                _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn), node)
         init = state_init(state, anno.get(node, Anno.DEFINED_IN), node)
         self.ctx.maybe_undefined.update(set(state) - anno.get(node, Anno.DEFINED_IN))
         common = dict(STATE=state, ITERABLE=iterable, BODY_FN=body_fn, INIT=init,
                       NAMES=templates.literal(state))
         if extra is None:
-            return stmts + with_returns(_CALL.substitute(node, **common), state,
-                                        self.ctx.return_values)
+            return stmts + _with_plan(with_returns(_CALL.substitute(node, **common), state,
+                                                   self.ctx.return_values), node)
         test_params, test_shared = cell_params(state, self.captured, namer, node)
         test = _TEST.substitute(node, TEST_FN=test_fn, PARAMS=test_params, TEST=extra,
                                 SHARED=test_shared or [gast.Pass()])
         if not test_shared:
             test[0].body = test[0].body[1:]
         stmts = mark_generated(test) + stmts  # the test first, as for `while`
-        return stmts + with_returns(_CALL_TEST.substitute(node, TEST_FN=test_fn, **common),
-                                    state, self.ctx.return_values)
+        return stmts + _with_plan(with_returns(
+            _CALL_TEST.substitute(node, TEST_FN=test_fn, **common), state,
+            self.ctx.return_values), node)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from autograph import errors
 
-from . import transforms
+from . import index_meaning, transforms
 from .values import is_staging
 
 # Top-level packages whose functions are never converted.
@@ -194,6 +194,7 @@ def converted_call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     target = resolve(f)
     if not is_staging():
         return target(*args, **kwargs)
+    index_meaning.check_call(target, args, kwargs)
     depths = getattr(_active, "depths", None)
     if depths is None:
         depths = _active.depths = {}

@@ -22,6 +22,8 @@ from autograph import errors
 from . import state as st
 from .values import Tracer, is_array
 
+_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
 
 class Seq:
     """A sequence of static length ``n`` that a ``lax.scan`` can walk.
@@ -40,6 +42,11 @@ class Seq:
     def python_slice(self, k):
         return None if self.xs is None else jax.tree_util.tree_map(lambda a: a[k], self.xs)
 
+    def fits_int32(self, k: int) -> bool:
+        """Whether the Python ints of the items from index ``k`` on fit int32, as they
+        must to be computed from a staged loop's int32 step index."""
+        return True
+
     # Outside a `for` (`list(enumerate_(range(3)))`, a built-in reached as a
     # value), the sequence is the built-in's own result.
     def __iter__(self):
@@ -57,6 +64,10 @@ class _RangeSeq(Seq):
         if isinstance(k, int):
             return self.r[k]
         return st.convert(self.r.start + k * self.r.step, np.int32, True)
+
+    def fits_int32(self, k: int) -> bool:
+        rest = self.r[k:]
+        return not rest or all(_INT32_MIN <= v <= _INT32_MAX for v in (rest[0], rest[-1]))
 
 
 class _ArraySeq(Seq):
@@ -77,6 +88,13 @@ class _EnumerateSeq(Seq):
         i = self.start + k if isinstance(k, int) else st.convert(self.start + k, np.int32, True)
         return (i, self.inner.element(k, x))
 
+    def fits_int32(self, k: int) -> bool:
+        if type(self.n) is not int:  # a symbolic length (`jax.export`)
+            return True
+        ends = (self.start + k, self.start + self.n - 1)
+        return (all(_INT32_MIN <= v <= _INT32_MAX for v in ends)
+                and self.inner.fits_int32(k))
+
 
 class _ZipSeq(Seq):
     def __init__(self, seqs):
@@ -87,6 +105,9 @@ class _ZipSeq(Seq):
 
     def element(self, k, x):
         return tuple(s.element(k, xi) for s, xi in zip(self.seqs, x))
+
+    def fits_int32(self, k: int) -> bool:
+        return all(s.fits_int32(k) for s in self.seqs)
 
 
 class TracedSeq:

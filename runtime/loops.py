@@ -48,6 +48,7 @@ from .bounded import counted_loop
 from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
 from .conditionals import if_stmt
 from .conditions import condition
+from .index_meaning import PythonMeaningError, tracing_static_loop
 from .iterables import Seq, TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
 from .jaxprs import make_jaxpr_and_tree
 from .values import (
@@ -342,7 +343,8 @@ def _stabilizer(carry):
 @_names_the_return_value
 def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
              init: Sequence[Any], *, names: Sequence[str],
-             extra_test: Callable[..., Any] | None = None) -> tuple:
+             extra_test: Callable[..., Any] | None = None,
+             python_index: str | None = None) -> tuple:
     """Runs a converted `for` loop, in Python or staged.
 
     The semantics are given by this Python implementation::
@@ -376,6 +378,9 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
       names: the loop's variables, for error messages.
       extra_test: whether the loop goes on, evaluated on the state before each
         iteration; None when the body has no ``break`` or ``return``.
+      python_index: why the body uses the loop index as a Python value
+        (``f"w{i}"``, ``str(i)``, ``isinstance(i, int)``), found when the loop
+        was converted; such a loop over a static range runs as Python.
 
     Returns:
       The state after the loop, as a tuple.
@@ -391,6 +396,11 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
     seq = as_seq(iterable)
     if seq is None:
         return _python_for(iterable, body, state, names, extra_test)
+    if type(seq.n) is int and (python_index is not None or not seq.fits_int32(0)):
+        # as under `jax.jit`: a staged index would not mean what the source says
+        if seq.n > PYTHON_TRIPS and any_traced((state, seq.xs)):
+            _note_python_loop(python_index or "its index does not fit int32", seq.n)
+        return _python_for(_items_from(seq, 0), body, state, names, extra_test)
     k = 0
     while k < seq.n:
         if type(seq.n) is int and seq.n - k <= PYTHON_TRIPS:
@@ -413,7 +423,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                              "would draw once (and which cannot be rewound)"))
                 return _python_for(_items_from(seq, k), body, state, names, extra_test)
             try:
-                out = _scan_for(seq, k, body, state, names, extra_test)
+                with tracing_static_loop():
+                    out = _scan_for(seq, k, body, state, names, extra_test)
                 changed = outside.changed()
                 if changed is not None:
                     raise _changes_outside("for", changed)
@@ -435,7 +446,10 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     # which carries the integer as int32 all the same
                     raise
                 outside.restore()  # what the staging attempt changed, run again by Python
-                _warn_unrolled(e)
+                if isinstance(e, PythonMeaningError):
+                    _note_python_loop(_observed(e), seq.n - k)
+                else:
+                    _warn_unrolled(e)
                 return _python_for(_items_from(seq, k), body, state, names, extra_test)
         state = tuple(body(seq.element(k, x), *state))
         k += 1
@@ -454,6 +468,41 @@ _NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerInte
                        IndexError)  # `x[i:i + 2]`: "Slice entries must be static integers"
 UNROLL_LIMIT = 1000
 _INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionError)
+
+# Loops over a static range that run as Python because of their index (see
+# ``python_index``), with why: ``explain`` and the tests read them.
+python_loops: list[tuple[Any, str, int]] = []
+
+
+def _note_python_loop(why: str, trips: int) -> None:
+    """Remembers a loop over a static range run as Python for its index's sake; one
+    whose trip count makes unrolling costly also warns, once per place."""
+    loc = errors.current_location()
+    entry = (loc, why, trips)
+    if entry in python_loops:
+        return
+    if len(python_loops) < 64:
+        python_loops.append(entry)
+    if trips > WARN_TRIPS:
+        import warnings
+        where = f"{loc.short}: " if loc is not None else ""
+        warnings.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in Python, "
+                      f"as under plain `jax.jit`, because {why}; staged as one `lax.scan` its "
+                      f"index would be a traced int32. Use the index only in arithmetic, "
+                      f"comparisons and array indexing to stage it", stacklevel=3)
+
+
+# A loop run as Python for its index's sake warns past this many iterations: its
+# compile time grows with the trip count.
+WARN_TRIPS = 100
+
+
+def _observed(error) -> str:
+    """What an autograph error observed, as a clause (``the body divides by zero ...``)."""
+    lines = [ln.strip() for ln in str(error).strip().splitlines()]
+    said = next((ln[len("observed:"):].strip() for ln in lines if ln.startswith("observed:")),
+                lines[0] if lines else type(error).__name__)
+    return said
 
 
 def _warn_unrolled(error) -> None:
@@ -490,6 +539,10 @@ def _in_linen() -> bool:
     if not stack:
         return False
     return stack[-1] is not None
+
+
+def any_traced(tree) -> bool:
+    return st_any_traced(tree)
 
 
 def st_any_traced(tree) -> bool:
@@ -605,8 +658,9 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     if not _same_types(*step_types):
         stabilize(carry, step_types[1])
         closed, out_tree = trace()
-    _refuse_int_overflow(closed, carry, k0, [
-        intervals.known(x) for x in jax.tree_util.tree_leaves(xs)], seq.n - k0)
+    extra = [intervals.known(x) for x in jax.tree_util.tree_leaves(xs)]
+    _refuse_int_overflow(closed, carry, k0, extra, seq.n - k0)
+    _refuse_python_mismatch(closed, carry, (k0, seq.n - 1), extra)
     run = jax_core.jaxpr_as_fun(closed)
 
     def replay(arrays, kx):
@@ -654,6 +708,22 @@ class Int32OverflowError(errors.LoopStateError):
     """A carried integer would outgrow int32 (see ``_refuse_int_overflow``)."""
 
 
+def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra) -> None:
+    """A number the body computes from the index alone is a Python number under
+    ``jax.jit`` and an int32 array staged: where the two differ at some step (an
+    integer that outgrows its dtype, a division by zero), the loop runs as Python
+    (see ``intervals.python_mismatch``)."""
+    if type(index[0]) is not int or type(index[1]) is not int:
+        return
+    why = intervals.python_mismatch(closed, len(carry.arrays), index, extra)
+    if why is not None:
+        raise PythonMeaningError(
+            "a staged loop would compute its index's numbers differently from Python",
+            observed=f"the body {why}")
+
+
+
+
 def _same_types(avals_in, avals_out) -> bool:
     """Whether a loop step's carry comes out with the shapes and dtypes it went in with."""
     return len(avals_in) == len(avals_out) and all(
@@ -683,8 +753,16 @@ def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
     with staging():
         n = seq.n - k0
         final = counted_loop(test, body, carry.arrays, n, stabilize=_stabilizer(carry),
-                             check=lambda closed: _refuse_int_overflow(closed, carry, 0, [], n))
+                             check=lambda closed: _check_exiting(closed, carry, k0, n))
     return carry.unflatten(final, final=True)
+
+
+def _check_exiting(closed, carry, k0: int, n: int) -> None:
+    """The checks of ``_scan_for`` for the body of a loop that may stop early (its step
+    index counts from 0; the body adds ``k0``)."""
+    _refuse_int_overflow(closed, carry, 0, [], n)
+    if type(n) is int:
+        _refuse_python_mismatch(closed, carry, (0, n - 1), [])
 
 
 @_lifted_for

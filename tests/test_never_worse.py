@@ -822,10 +822,27 @@ def test_traced_recursion_ends_with_a_clear_error():
     assert "test_never_worse.py" in str(info.value)
 
 
+def params_by_position(x):
+    ws = [2.0, 3.0, 0.5]
+    for i in range(3):
+        x = x * ws[i]
+    return x
+
+
 def test_static_loop_fallback_warns_once_with_the_reason(staged_small_loops):
     with pytest.warns(UserWarning, match=r"test_never_worse.py:\d+: this `for` loop runs "
-                                         r"unrolled in Python.*KeyError"):
-        jax.jit(autograph.convert(params_by_key))(2.0)
+                                         r"unrolled in Python.*loop index"):
+        out = jax.jit(autograph.convert(params_by_position))(2.0)
+    assert float(out) == 6.0
+
+
+def test_a_loop_formatting_its_index_runs_as_python_without_a_staging_attempt(
+        staged_small_loops):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # decided when converted: nothing fails, nothing warns
+        assert float(jax.jit(autograph.convert(params_by_key))(2.0)) == 6.0
 
 
 def test_elif_chain_of_python_constants_traces_each_branch_once():
