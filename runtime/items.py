@@ -64,7 +64,11 @@ def setitem(obj: Any, index: Any, value: Any, op: str | None = None) -> Any:
     return obj.at[index].set(value)
 
 
-def setitem_attr(obj: Any, attr: str, index: Any, value: Any, op: str | None = None) -> None:
+_UNREAD = object()
+
+
+def setitem_attr(obj: Any, attr: str, index: Any, value: Any, op: str | None = None,
+                 current: Any = _UNREAD) -> None:
     """``obj.attr[index] = value``: the attribute is rebound only to a new JAX array.
 
     The semantics are given by this Python implementation::
@@ -77,8 +81,12 @@ def setitem_attr(obj: Any, attr: str, index: Any, value: Any, op: str | None = N
       index: the index, slice or mask.
       value: the value assigned.
       op: as for :func:`setitem`.
+      current: the attribute's value, when the caller has read it already
+        (before evaluating ``index`` or ``value``, as Python does); it is then
+        not read again.
     """
-    current = getattr(obj, attr)
+    if current is _UNREAD:
+        current = getattr(obj, attr)
     new = setitem(current, index, value, op)
     if new is not current:
         setattr(obj, attr, new)
