@@ -60,7 +60,7 @@ _KEY_METHODS = {"get": "used as a dict key", "setdefault": "used as a dict key",
                 "pop": "used as a dict key", "format": "formatted with `str.format`",
                 "format_map": "formatted with `str.format_map`", "join": "joined as a string"}
 _PROPAGATING = (gast.BinOp, gast.UnaryOp, gast.BoolOp, gast.Compare, gast.IfExp, gast.Tuple,
-                gast.List, gast.Starred, gast.NamedExpr)
+                gast.List, gast.Set, gast.Dict, gast.Starred, gast.NamedExpr)
 
 
 def _is_float_literal(node) -> bool:
@@ -111,6 +111,8 @@ class _Uses:
         if isinstance(node, gast.Call):
             return (isinstance(node.func, gast.Name) and node.func.id in _NUMBER_CALLS
                     and bool(node.args) and all(self.pure(a) for a in node.args))
+        if isinstance(node, gast.Subscript):  # `idx[0]` of `idx = (i, 0)`
+            return self.pure(node.value)
         if isinstance(node, _PROPAGATING):
             children = [c for c in gast.iter_child_nodes(node)
                         if isinstance(c, gast.expr)]
@@ -220,7 +222,9 @@ class _Uses:
                 return f"{said} is {why}{where}"
             if not isinstance(parent, _PROPAGATING) and not (
                     isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name)
-                    and parent.func.id in _NUMBER_CALLS):
+                    and parent.func.id in _NUMBER_CALLS) and not (
+                    isinstance(parent, gast.Subscript) and parent.value is node
+                    and self.pure(node)):
                 return None
             node = parent
 

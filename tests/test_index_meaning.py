@@ -86,6 +86,16 @@ def by_derived_name(x):
 ZERO = 0
 
 
+def by_aliases_of_the_index(x):
+    for i in range(20):
+        j = i
+        k = j
+        pair = (k, 0)
+        box = {"k": pair[0]}
+        x = x + P.get(f"w{box['k']}", 0.0)
+    return x
+
+
 def by_is(x):
     for i in range(20):
         if i is ZERO:
@@ -161,7 +171,8 @@ def zero_divisor_in_inner_branch(x):
 
 
 CHANGED_MEANING = [by_formatted_key, by_key_in_try, by_membership, by_getattr, by_isinstance,
-                   by_str, by_str_format, by_percent, by_derived_name, by_is, by_int_method,
+                   by_str, by_str_format, by_percent, by_derived_name, by_aliases_of_the_index,
+                   by_is, by_int_method,
                    by_item_formatted, by_enumerate_counter, temporary_past_int32,
                    index_past_int32, negative_power, shifted_past_int32,
                    floor_divide_by_zero, modulo_by_zero, true_divide_by_zero,

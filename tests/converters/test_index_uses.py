@@ -76,3 +76,9 @@ def test_items_of_arrays_count_only_python_value_uses():
     counter = ("def f(x, xs):\n  for k, row in enumerate(xs):\n"
                "    x = x + row.sum() + k.bit_length()\n  return x")
     assert "`k` is used as a Python int" in _why(counter)
+
+
+def test_aliases_of_the_index_are_followed():
+    src = ("def f(x):\n  for i in range(20):\n    j = i\n    pair = (j, 0)\n"
+           "    box = {'k': pair[0]}\n    x = x + P.get(f\"w{box['k']}\", 0.0)\n  return x")
+    assert "`box` is formatted" in _why(src)
