@@ -4,9 +4,11 @@ One ``Function`` converts its Python function once (control flow to
 ``lax``) and keeps ``jax.jit``'s cache of traces:
 
 * an array argument keys the cache by shape and dtype (and weak type);
-* a Python scalar, string, ``None`` or other hashable non-pytree object
-  keys it by value (it is a static argument of ``jax.jit``; a float by
-  value and sign, so ``0.0`` and ``-0.0`` trace apart, and all NaNs alike);
+* a Python scalar, string, ``None`` or other non-pytree object keys it by
+  value (it is a static argument of ``jax.jit``; a float by value and sign,
+  so ``0.0`` and ``-0.0`` trace apart, and all NaNs alike; a plain object
+  by its attributes, so that changing one traces again: see
+  :mod:`autograph.static_keys`);
 * tuples, lists, dicts, NamedTuples and registered dataclasses key it by
   structure and by their leaves (hashable containers of Python values only
   by value);
@@ -38,7 +40,8 @@ from autograph.concrete import (
 from autograph.runtime import objects as _objects
 from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
-from autograph.runtime.state import float_key as _float_key
+from autograph.static_keys import keyed as _keyed
+from autograph.static_keys import unkeyed as _unkeyed
 
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
 _ARRAY_IMPL = _dispatch.ARRAY_IMPL  # the exact type, checked without an ABC lookup
@@ -89,43 +92,6 @@ def _mixed_container(value) -> bool:
     return any(not isinstance(leaf, (*_ARRAYS, jax.ShapeDtypeStruct)) for leaf in leaves)
 
 
-class _StaticFloat:
-    """A static argument of ``jax.jit`` that is or holds a Python float (or complex).
-
-    ``jax.jit`` keys its cache on static arguments with ``==``: ``0.0`` and
-    ``-0.0`` would share a trace (wrong for ``copysign`` or ``1 / x``) and a
-    NaN, unequal to itself, would trace on every call. This one compares its
-    floats by value and sign, NaN equal to NaN; ``traced`` unwraps it.
-    """
-
-    __slots__ = ("value", "_key")
-
-    def __init__(self, value, key):
-        self.value, self._key = value, key
-
-    def __eq__(self, other):
-        return type(other) is _StaticFloat and self._key == other._key
-
-    def __hash__(self):
-        return hash(self._key)
-
-    def __repr__(self):
-        return repr(self.value)
-
-
-def _keyed(value):
-    """``value``, a static argument, as ``jax.jit`` should key it."""
-    t = type(value)
-    if t is float or t is complex:
-        return _StaticFloat(value, (t, _float_key(value)))
-    if t in _SIMPLE_TYPES:
-        return value
-    leaves, treedef = jax.tree_util.tree_flatten(value)  # a tuple of Python values, say
-    if not any(type(leaf) in (float, complex) for leaf in leaves):
-        return value
-    return _StaticFloat(value, (treedef, tuple(map(_keyed, leaves))))
-
-
 def _is_default(value, default) -> bool:
     """Whether passing ``value`` means what leaving its parameter out means."""
     if value is default:
@@ -134,10 +100,6 @@ def _is_default(value, default) -> bool:
             value, (np.ndarray, jax.Array)):
         return False
     return _keyed(value) == _keyed(default)  # floats by value and sign
-
-
-def _unkeyed(value):
-    return value.value if type(value) is _StaticFloat else value
 
 
 def _unset(*args, **kwargs):  # pragma: no cover - replaced in Function.__new__
@@ -417,7 +379,7 @@ class Function(functools.partial):
         if not leaves:
             return True  # an empty container, or a non-pytree object
         if len(leaves) == 1 and leaves[0] is value:
-            return True  # an object JAX does not know: keyed by hash
+            return True  # an object JAX does not know: keyed by its state or its hash
         return not any(isinstance(leaf, (*_ARRAYS, jax.ShapeDtypeStruct)) for leaf in leaves) \
             and _hashable(value)
 
@@ -432,7 +394,7 @@ class Function(functools.partial):
         positions = tuple(i for i, a in enumerate(args) if self._is_static(a))
         names = tuple(sorted(k for k, v in kwargs.items() if self._is_static(v)))
         for where, value in [(i, args[i]) for i in positions] + [(k, kwargs[k]) for k in names]:
-            if not _hashable(value):
+            if not _hashable(_keyed(value)):
                 raise TypeError(
                     f"argument {self._arg_name(where)} of `{self._name}` is a "
                     f"`{type(value).__name__}` object, which autograph.function can neither "
@@ -572,8 +534,8 @@ class Function(functools.partial):
 class _BoundFunction:
     """A ``Function`` bound to an instance, as a method.
 
-    Traces are per instance when the instance is a plain (hashable) object,
-    and keyed by its leaves when it is a pytree; ``input_signature`` and
+    Traces are keyed by the instance's attributes when it is a plain object
+    (so that changing one traces again), and by its leaves when it is a pytree; ``input_signature`` and
     concrete functions leave ``self`` out, as in TensorFlow.
     """
 

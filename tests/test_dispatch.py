@@ -102,6 +102,19 @@ def test_retrace_after_settling_counts_again():
     assert f.experimental_get_tracing_count() == 9
 
 
+def test_object_attribute_changed_after_settling():
+    class Cfg:
+        scale = 2.0
+
+    cfg = Cfg()
+    # settled: the C++ entry is in front (where this JAX has one)
+    f = _settled(autograph.function(lambda x, c: x * c.scale), jnp.ones(2), cfg)
+    cfg.scale = 5.0
+    np.testing.assert_allclose(f(jnp.ones(2), cfg), 5.0)
+    np.testing.assert_allclose(f(jnp.ones(2), cfg), 5.0)
+    assert f.experimental_get_tracing_count() == 2
+
+
 def test_clear_caches_after_settling():
     f = _settled(autograph.function(lambda x: x - 1), jnp.ones(2))
     jax.clear_caches()

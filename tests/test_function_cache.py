@@ -227,6 +227,100 @@ def test_unhashable_non_pytree_clear_error():
     assert "cfg" in msg and "Opaque" in msg and "hashable" in msg
 
 
+class _Cfg:
+    def __init__(self, scale):
+        self.scale = scale
+
+
+def _scaled(x, cfg):
+    if x.sum() > 0:
+        return x * cfg.scale
+    return x
+
+
+def test_plain_object_keys_by_its_attributes():
+    f = autograph.function(_scaled)
+    x, cfg = jnp.ones(2), _Cfg(2.0)
+    np.testing.assert_allclose(f(x, cfg), [2.0, 2.0])
+    np.testing.assert_allclose(f(x, cfg), [2.0, 2.0])
+    assert count(f) == 1  # unchanged: no retrace
+    cfg.scale = 5.0
+    np.testing.assert_allclose(f(x, cfg), [5.0, 5.0])  # the new value, not the old trace
+    np.testing.assert_allclose(f(x, cfg), [5.0, 5.0])
+    assert count(f) == 2
+    np.testing.assert_allclose(f(x, _Cfg(5.0)), [5.0, 5.0])  # an equal object: by value
+    assert count(f) == 2
+    cfg.extra = "new attribute"
+    f(x, cfg)
+    assert count(f) == 3
+
+
+def test_plain_object_in_a_container_and_nested_in_an_object():
+    f = autograph.function(lambda x, d: _scaled(x, d["cfg"].inner))
+    outer = _Cfg(1.0)
+    outer.inner = _Cfg(3.0)
+    x = jnp.ones(2)
+    np.testing.assert_allclose(f(x, {"cfg": outer}), [3.0, 3.0])
+    np.testing.assert_allclose(f(x, {"cfg": outer}), [3.0, 3.0])
+    assert count(f) == 1
+    outer.inner.scale = 4.0
+    np.testing.assert_allclose(f(x, {"cfg": outer}), [4.0, 4.0])
+    assert count(f) == 2
+
+
+def test_plain_object_holding_arrays_and_slots():
+    class Slotted:
+        __slots__ = ("w", "table")
+
+        def __init__(self, w, table):
+            self.w, self.table = w, table
+
+    f = autograph.function(lambda x, o: x * o.w + o.table.sum())
+    x = jnp.ones(2)
+    obj = Slotted(jnp.full(2, 2.0), np.zeros(3, np.float32))
+    np.testing.assert_allclose(f(x, obj), [2.0, 2.0])
+    np.testing.assert_allclose(f(x, obj), [2.0, 2.0])
+    assert count(f) == 1
+    obj.w = jnp.full(2, 3.0)  # a new JAX array
+    np.testing.assert_allclose(f(x, obj), [3.0, 3.0])
+    obj.table[0] = 1.0  # a NumPy array changed in place
+    np.testing.assert_allclose(f(x, obj), [4.0, 4.0])
+    assert count(f) == 3
+
+
+def test_mutable_dataclass_keys_by_its_fields():
+    @dataclasses.dataclass
+    class Settings:  # defines `__eq__`, so it is unhashable
+        scale: float
+
+    f = autograph.function(_scaled)
+    x, cfg = jnp.ones(2), Settings(2.0)
+    np.testing.assert_allclose(f(x, cfg), [2.0, 2.0])
+    np.testing.assert_allclose(f(x, cfg), [2.0, 2.0])
+    cfg.scale = 6.0
+    np.testing.assert_allclose(f(x, cfg), [6.0, 6.0])
+    assert count(f) == 2
+
+
+def test_method_sees_an_attribute_changed_between_calls():
+    class Scaler:
+        def __init__(self, s):
+            self.s = s
+
+        @autograph.function
+        def f(self, x):
+            if x.sum() > 0:
+                return x * self.s
+            return x
+
+    m, x = Scaler(2.0), jnp.ones(2)
+    np.testing.assert_allclose(m.f(x), [2.0, 2.0])
+    m.s = 7.0
+    np.testing.assert_allclose(m.f(x), [7.0, 7.0])
+    np.testing.assert_allclose(m.f(x), [7.0, 7.0])
+    assert count(Scaler.f) == 2
+
+
 def test_positional_or_keyword_same_trace():
     @autograph.function
     def f(x, n=2):
