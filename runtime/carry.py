@@ -12,11 +12,12 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from autograph import errors
 
 from . import state as st
-from .values import UndefinedReturn, describe, is_undefined, raise_undefined
+from .values import UndefinedReturn, describe, is_python_number, is_undefined, raise_undefined
 
 
 class Carry:
@@ -101,13 +102,13 @@ class Carry:
                             fix=f"make `{name}` an array, or compute it outside the loop")
                     continue
                 x_in = next(it)
-                checked = self._check_leaf(name, x_in, leaf)
+                checked = self._check_leaf(name, x_in, leaf, self.starts[len(result)])
                 if getattr(x_in, "weak_type", False) and not getattr(checked, "weak_type", True):
                     self.strengthen.add(len(result))  # Python: `best = 0.0` becomes `best = v`
                 result.append(checked)
         return result
 
-    def _check_leaf(self, name, x_in, leaf):
+    def _check_leaf(self, name, x_in, leaf, start):
         if not st.is_carryable(leaf):
             raise errors.LoopStateError(
                 f"a variable carried by a staged `{self.loop}` loop must stay an array",
@@ -123,9 +124,12 @@ class Carry:
                 fix=f"give `{name}` its final shape before the loop (e.g. preallocate with "
                     f"`jnp.zeros` and write with `.at[i].set(...)`)")
         if a_in.dtype != a_out.dtype:
-            if a_out.weak and not a_in.weak and st.promote(a_in, a_out)[0] == a_in.dtype:
+            if a_out.weak and not a_in.weak and self._joint(name, a_in, a_out) == a_in.dtype:
                 # `x = 0` on a float32 carry
                 return st.convert(st.as_array(leaf), a_in.dtype, False)
+            if is_python_number(start) or is_python_number(leaf):
+                self._refuse_narrowing(name, st.aval_of(start) if is_python_number(start)
+                                       else a_in, a_out)
             if not a_in.weak:
                 raise errors.LoopStateError(
                     f"a variable carried by a staged `{self.loop}` loop must keep its dtype",
@@ -136,6 +140,47 @@ class Carry:
                     fix=f"cast `{name}` before the loop, e.g. `{name} = jnp.asarray({name}, "
                         f"jnp.{a_out.dtype.name})`")
         return st.as_array(leaf)
+
+    def _joint(self, name, a, b):
+        """``st.promote(a, b)``'s dtype; a number no dtype holds is an error naming ``name``."""
+        try:
+            return st.promote(a, b)[0]
+        except st.NumberOverflow as e:
+            raise errors.LoopStateError(
+                f"a Python number carried by a staged `{self.loop}` loop must keep its value",
+                observed=f"`{name}` is the Python int {e.number}, which no integer dtype holds "
+                         f"while 64-bit types are off",
+                variable=name,
+                fix=f"make `{name}` a float, or enable 64-bit types "
+                    f"(`jax.config.update('jax_enable_x64', True)`)") from e
+
+    def _refuse_narrowing(self, name, a_in, a_out):
+        """Raises where one iteration turns the Python number ``name`` starts as (or is
+        set to) into a dtype that cannot hold it (``-1`` into uint8, ``300`` into int8).
+
+        Staged, the carry would wrap around; a branch would widen the dtype instead
+        (``state.promote``), but a loop's dtype can also come from arithmetic that
+        narrows the number (``jnp.maximum(n, x)``), which wraps under ``jax.jit``
+        too, so the loop does not pick a dtype for it. Refused, a loop over a
+        static range runs as Python.
+        """
+        number = a_in.number if a_out.number is None else a_out.number
+        narrow = a_out if a_out.number is None else a_in
+        if not isinstance(narrow.dtype, np.dtype) or st.holds(narrow.dtype, number):
+            return
+        joint = self._joint(name, a_in, a_out)
+        kind = "int" if isinstance(number, int) else type(number).__name__
+        raise errors.LoopStateError(
+            f"a Python number carried by a staged `{self.loop}` loop must keep its value",
+            observed=(f"`{name}` starts as the Python {kind} {number!r}, and one iteration makes "
+                      f"it {narrow.dtype.name}" if narrow is a_out else
+                      f"`{name}` is {narrow.dtype.name} before the loop, and one iteration sets "
+                      f"it to the Python {kind} {number!r}")
+                     + f"; {narrow.dtype.name} cannot hold {number!r}, so staged it would "
+                       + ("wrap around" if kind == "int" else "overflow to infinity"),
+            variable=name,
+            fix=f"give `{name}` a dtype that holds both before the loop, e.g. `{name} = "
+                f"jnp.asarray({name}, jnp.{joint.name})`")
 
 
 def stabilize(carry: Carry, step_out_avals):

@@ -528,7 +528,16 @@ def _leaf_spec(name, a, b) -> LeafSpec:
                 variable=_q(name).strip("`"),
                 fix=f"give {_q(name)} one shape on both branches (e.g. with `jnp.broadcast_to` "
                     f"or `jnp.zeros_like`), or use `jnp.where` for an elementwise choice")
-        dtype, weak = st.promote(sa, sb)
+        try:
+            dtype, weak = st.promote(sa, sb)
+        except st.NumberOverflow as e:
+            raise errors.BranchError(
+                "a Python number must keep its value through an array-dependent `if`",
+                observed=f"{_q(name)} is the Python int {e.number} on one branch, which no "
+                         f"integer dtype holds while 64-bit types are off",
+                variable=_q(name).strip("`"),
+                fix=f"make {_q(name)} a float, or enable 64-bit types "
+                    f"(`jax.config.update('jax_enable_x64', True)`)") from e
         return st.Aval(sa.shape, dtype, weak)
     if not st.is_carryable(a) and not st.is_carryable(b) and st.same_static(a, b):
         return StaticSpec(a)

@@ -54,12 +54,13 @@ class Aval(NamedTuple):
     shape: tuple
     dtype: Any  # a NumPy dtype, or one of JAX's extended dtypes (typed PRNG keys)
     weak: bool  # typed like a Python scalar: promotes to the other operand's dtype
+    number: Any = None  # the Python number the leaf is, if it is one (see `promote`)
 
 
 def aval_of(leaf) -> Aval:
     """The ``Aval`` of a carryable leaf (a Python number is a weakly typed scalar)."""
     if is_python_number(leaf):
-        return Aval((), jnp.result_type(leaf), True)
+        return Aval((), jnp.result_type(leaf), True, leaf)
     return Aval(tuple(np.shape(leaf)), _dtype(leaf.dtype), bool(getattr(leaf, "weak_type", False)))
 
 
@@ -89,12 +90,71 @@ def _promotion_operand(dtype, weak: bool):
 
 
 def promote(a: Aval, b: Aval) -> tuple[Any, bool]:
-    """Joint (dtype, weak) of two avals under JAX's promotion rules, weak types included."""
-    (_, da, wa), (_, db, wb) = a, b
+    """Joint (dtype, weak) of two avals under JAX's promotion rules, weak types included.
+
+    A Python number keeps its value: where the dtype JAX's rules give cannot
+    hold it (``-1`` with uint8, ``1000`` with int8, ``1e5`` with float16), the
+    result is the smallest dtype that holds both sides (int16, int16, float32),
+    and strongly typed. A number that fits keeps JAX's rules (``5`` with int8:
+    int8).
+
+    Raises:
+      NumberOverflow: an integer that no enabled dtype holds (beyond int32 while
+        ``jax_enable_x64`` is off), as ``jnp.int32(1) + 2**40`` raises.
+    """
+    da, wa, db, wb = a.dtype, a.weak, b.dtype, b.weak
     if not (isinstance(da, np.dtype) and isinstance(db, np.dtype)):
         return (da, wa and wb) if da == db else (jnp.result_type(da, db), False)
-    dtype = jnp.result_type(_promotion_operand(da, wa), _promotion_operand(db, wb))
-    return np.dtype(dtype), wa and wb
+    dtype = np.dtype(jnp.result_type(_promotion_operand(da, wa), _promotion_operand(db, wb)))
+    weak = wa and wb
+    for number in (a.number, b.number):
+        if number is not None and not holds(dtype, number):
+            dtype, weak = _widened(dtype, number), False
+    return dtype, weak
+
+
+def holds(dtype, number) -> bool:
+    """Whether ``dtype`` holds the Python number ``number`` without wrapping around or
+    overflowing to infinity (rounding a float to fewer digits is fine)."""
+    dtype = np.dtype(dtype)
+    if isinstance(number, bool) or dtype.kind not in "iufc":
+        return True
+    if dtype.kind in "iu":
+        info = jnp.iinfo(dtype)
+        return isinstance(number, int) and int(info.min) <= number <= int(info.max)
+    largest = float(jnp.finfo(dtype).max)
+    parts = (number.real, number.imag) if isinstance(number, complex) else (number,)
+    # inf and nan are held as themselves
+    return all(abs(p) <= largest or isinstance(p, float) and not math.isfinite(p)
+               for p in parts)
+
+
+# wider dtypes for a Python number that ``dtype`` cannot hold, tried in order
+_WIDER = {"u": (np.uint16, np.uint32, np.uint64), "i": (np.int8, np.int16, np.int32, np.int64),
+          "f": (np.float32, np.float64), "c": (np.complex64, np.complex128)}
+
+
+def _widened(dtype: np.dtype, number) -> np.dtype:
+    """The smallest dtype JAX enables that holds ``dtype``'s values (as ``jnp.promote_types``
+    joins two strong dtypes) and ``number``."""
+    kind = dtype.kind
+    if kind == "u" and number < 0:
+        kind = "i"
+    for wider in _WIDER[kind]:
+        candidate = np.dtype(jax.dtypes.canonicalize_dtype(jnp.promote_types(dtype, wider)))
+        if holds(candidate, number):
+            return candidate
+    if isinstance(number, int):
+        raise NumberOverflow(number, dtype)
+    return dtype  # a float past float32's range with 64-bit types off: JAX's inf
+
+
+class NumberOverflow(OverflowError):
+    """A Python int that no enabled dtype holds (``number``), met with ``dtype``."""
+
+    def __init__(self, number: int, dtype: np.dtype):
+        super().__init__(f"Python int {number} too large to convert to {dtype.name}")
+        self.number = number
 
 
 def float_key(value: float | complex) -> tuple:

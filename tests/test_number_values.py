@@ -1,0 +1,230 @@
+"""Python numbers keep their value where a branch or a loop carry meets a narrow dtype."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from autograph import BranchError, LoopStateError
+from tests.helpers import _line
+
+
+def _same(got, want, dtype) -> None:
+    """``got`` holds the plain-Python result ``want``, as an array of ``dtype``."""
+    assert got.dtype == np.dtype(dtype), got.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# ---------------------------------------------------------------------------
+# Branches: a number that does not fit widens the dtype
+
+
+def unset_marker(x):
+    m = -1
+    if x > 200:
+        m = x
+    return m
+
+
+def below_limit(x):
+    best = 1000
+    if x < 100:  # (`x < best` itself would compare in int8, as JAX does: 1000 wraps)
+        best = x
+    return best
+
+
+def capped(x):
+    m = 100000.0
+    if x < 0:
+        m = x
+    return m
+
+
+def picked(x):
+    return x if x > 200 else -1
+
+
+@pytest.mark.parametrize("fn, values, dtype", [
+    pytest.param(unset_marker, np.array([5, 250], np.uint8), jnp.int16, id="-1 with uint8"),
+    pytest.param(below_limit, np.array([5, 120], np.int8), jnp.int16, id="1000 with int8"),
+    pytest.param(capped, np.array([1.5, -2.0], np.float16), jnp.float32, id="1e5 with float16"),
+    pytest.param(picked, np.array([5, 250], np.uint8), jnp.int16, id="conditional expression"),
+])
+def test_branch_widens_to_hold_the_number(fn, values, dtype):
+    jf = jax.jit(autograph.convert(fn))
+    for x in values:  # one input per branch
+        _same(jf(jnp.asarray(x)), fn(x), dtype)
+
+
+def test_branch_widens_under_vmap():
+    xs = np.array([5, 250, 201, 0], np.uint8)
+    got = jax.jit(jax.vmap(autograph.convert(unset_marker)))(xs)
+    _same(got, [unset_marker(x) for x in xs], jnp.int16)
+
+
+def small_marker(x):
+    m = 0
+    if x > 5:
+        m = x
+    return m
+
+
+def small_scale(x):
+    s = 1.5
+    if x > 0:
+        s = x
+    return s
+
+
+@pytest.mark.parametrize("fn, values, dtype", [
+    pytest.param(small_marker, np.array([3, 100], np.int8), jnp.int8, id="0 with int8"),
+    pytest.param(small_marker, np.array([3, 250], np.uint8), jnp.uint8, id="0 with uint8"),
+    pytest.param(small_scale, np.array([-1.0, 2.0], np.float16), jnp.float16,
+                 id="1.5 with float16"),
+])
+def test_branch_keeps_the_narrow_dtype_when_the_number_fits(fn, values, dtype):
+    jf = jax.jit(autograph.convert(fn))
+    for x in values:
+        _same(jf(jnp.asarray(x)), fn(x), dtype)
+
+
+def huge_marker(x):
+    m = 2**40
+    if x > 0:
+        m = x
+    return m
+
+
+def test_branch_int_beyond_int32_is_an_error_naming_it():
+    assert not jax.config.jax_enable_x64
+    with pytest.raises(OverflowError):  # what plain JAX does with such an int
+        jnp.int32(1) + 2**40
+    with pytest.raises(BranchError, match=r"`m` is the Python int 1099511627776") as info:
+        jax.jit(autograph.convert(huge_marker))(jnp.int32(3))
+    assert f"test_number_values.py:{_line(huge_marker, 'if x > 0')}" in str(info.value)
+    assert "variable: m" in str(info.value)
+
+
+def test_branch_int_beyond_int32_with_64_bit_types():
+    with jax.enable_x64(True):
+        jf = jax.jit(autograph.convert(huge_marker))
+        for x in (np.int32(3), np.int32(-3)):
+            _same(jf(jnp.asarray(x)), huge_marker(x), jnp.int64)
+
+
+# ---------------------------------------------------------------------------
+# Loops: a carry that would narrow a number is refused (a static loop runs as Python)
+
+
+def running_max(xs):
+    n = 300
+    for v in xs:
+        if v > n:
+            n = v
+    return n
+
+
+def running_max_while(xs, k):
+    n = 300
+    i = 0
+    while i < k:
+        if xs[i] > n:
+            n = xs[i]
+        i += 1
+    return n
+
+
+def jnp_running_max(xs):
+    n = 300
+    for v in xs:
+        n = jnp.maximum(n, v)
+    return n
+
+
+def set_in_body(x, xs):
+    n = x
+    for v in xs:
+        n = 300
+    return n
+
+
+def _quietly(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+def test_static_loop_keeps_the_number_as_python_does():
+    xs = np.arange(-20, 20, dtype=np.int8)  # more trips than run as Python outright
+    with pytest.warns(UserWarning, match=r"runs unrolled in Python.*`n` starts as the Python "
+                                         r"int 300"):
+        got = jax.jit(autograph.convert(running_max))(jnp.asarray(xs))
+    assert got == running_max(xs) == 300
+
+
+def test_static_loop_arithmetic_that_narrows_matches_jit():
+    xs = jnp.arange(-20, 20, dtype=jnp.int8)
+    want = _quietly(jax.jit(jnp_running_max), xs)  # JAX itself narrows 300 to int8 here
+    got = _quietly(jax.jit(autograph.convert(jnp_running_max)), xs)
+    assert got.dtype == want.dtype and got == want
+
+
+def test_static_loop_setting_a_number_a_narrow_carry_cannot_hold():
+    xs = jnp.arange(40, dtype=jnp.int8)
+    got = _quietly(jax.jit(autograph.convert(set_in_body)), jnp.int8(1), xs)
+    assert got == set_in_body(np.int8(1), np.arange(40, dtype=np.int8)) == 300
+
+
+def test_static_loop_under_vmap():
+    xs = np.stack([np.arange(-20, 20, dtype=np.int8), np.full(40, 7, np.int8)])
+    got = _quietly(jax.jit(jax.vmap(autograph.convert(running_max))), jnp.asarray(xs))
+    np.testing.assert_array_equal(got, [running_max(row) for row in xs])
+
+
+def test_traced_trip_count_loop_refuses_naming_the_variable():
+    xs = jnp.arange(-20, 20, dtype=jnp.int8)
+    with pytest.raises(LoopStateError, match="must keep its value") as info:
+        jax.jit(autograph.convert(running_max_while))(xs, jnp.int32(3))
+    msg = str(info.value)
+    assert f"test_number_values.py:{_line(running_max_while, 'while i < k')}" in msg
+    assert "variable: n" in msg and "int8 cannot hold 300" in msg
+    assert "jnp.asarray(n, jnp.int16)" in msg
+
+
+def running_max_from_int16(xs, k):
+    n = jnp.int16(300)
+    i = 0
+    while i < k:
+        if xs[i] > n:
+            n = xs[i]
+        i += 1
+    return n
+
+
+def test_traced_trip_count_loop_runs_once_given_a_wide_enough_dtype():
+    xs = np.arange(-20, 20, dtype=np.int8)
+    jf = jax.jit(autograph.convert(running_max_from_int16))
+    for k in (0, 3, 40):
+        _same(jf(jnp.asarray(xs), jnp.int32(k)), running_max_from_int16(xs, k), jnp.int16)
+
+
+def running_max_small(xs, k):
+    n = 0
+    i = 0
+    while i < k:
+        if xs[i] > n:
+            n = xs[i]
+        i += 1
+    return n
+
+
+def test_traced_trip_count_loop_keeps_the_narrow_dtype_when_the_number_fits():
+    xs = np.arange(-20, 20, dtype=np.int8)
+    jf = jax.jit(autograph.convert(running_max_small))
+    for k in (0, 3, 40):
+        _same(jf(jnp.asarray(xs), jnp.int32(k)), running_max_small(xs, k), jnp.int8)
