@@ -31,6 +31,9 @@ class Anno(enum.Enum):
                      "iteration (found before the jump passes move the steps).")
     PYTHON_INDEX = ("Why a `for` body uses its loop index as a Python value (the loop runs as "
                     "Python over a static range), or absent.")
+    PYTHON_STATE = ("Tuple of (name, why) for the names a `for` body assigns and uses as "
+                    "Python values (the loop runs as Python where one starts as a Python "
+                    "number).")
     CLOSURE_READS = "frozenset of a function's local names that its nested user functions read."
     GENERATED = ("Marks a function a converter made for a branch or loop body; it is called "
                  "in place.")

@@ -14,7 +14,8 @@ runtime's ``range_``, ``enumerate_``, ``zip_`` and ``reversed_``, which
 by the `break`/`return` passes (``Anno.EXTRA_TEST``) becomes
 ``extra_test=loop_test``. A loop whose body uses its index as a Python
 value (``Anno.PYTHON_INDEX``, see ``index_uses``) gets ``python_index=`` with
-the reason: ``for_stmt`` then runs it as Python.
+the reason: ``for_stmt`` then runs it as Python; one whose body uses a name it
+assigns so (``Anno.PYTHON_STATE``) gets ``python_state=``.
 """
 
 from __future__ import annotations
@@ -57,13 +58,20 @@ _CALL_NO_STATE = templates.Template("ag__.for_stmt(ITERABLE, BODY_FN, (), names=
 
 
 def _with_plan(stmts: list[gast.stmt], node: gast.For) -> list[gast.stmt]:
-    """Adds ``python_index=`` (see ``index_uses``) to the ``for_stmt`` call in ``stmts``."""
+    """Adds ``python_index=`` and ``python_state=`` (see ``index_uses``) to the
+    ``for_stmt`` call in ``stmts``."""
     why = anno.get(node, Anno.PYTHON_INDEX)
-    if why:
+    uses = anno.get(node, Anno.PYTHON_STATE)
+    if why or uses:
         for n in gast.walk(gast.Module(body=stmts, type_ignores=[])):
             if (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
                     and n.func.attr == "for_stmt"):
-                n.keywords.append(gast.keyword(arg="python_index", value=templates.literal(why)))
+                if why:
+                    n.keywords.append(gast.keyword(arg="python_index",
+                                                   value=templates.literal(why)))
+                if uses:
+                    n.keywords.append(gast.keyword(arg="python_state",
+                                                   value=templates.literal(uses)))
     return stmts
 
 

@@ -15,6 +15,11 @@ may catch the tracing error and take its ``except`` branch. Such a loop is
 annotated with the first such use, and ``for_stmt`` runs it as the Python
 loop ``jax.jit`` runs.
 
+The names the body assigns are checked for the same uses, apart
+(``Anno.PYTHON_STATE``): ``for_stmt`` runs the loop as Python where such a
+name holds a Python number when the loop starts (``n += 1`` then
+``f"w{n}"``), since staged it would be carried as an array.
+
 Which names hold the index: the targets of ``range``, the counter of
 ``enumerate``, and names assigned from expressions made of those and
 constants alone (``j = 2 * i + 1``). Items of arrays (``for row in xs``)
@@ -292,12 +297,35 @@ def parameter_uses(node: gast.FunctionDef) -> dict[str, str]:
     return found
 
 
+def state_uses(node: gast.For) -> tuple[tuple[str, str], ...]:
+    """``((name, why), ...)`` for the names ``node``'s body assigns and uses as Python
+    values (``n += 1`` then ``f"w{n}"``): were one a Python number when the loop
+    starts, a staged loop would carry it as an array."""
+    targets: dict[str, str] = {}
+    _kinds(node.target, node.iter, targets)
+    assigned = sorted({n.id for n in gast.walk(gast.Module(body=node.body, type_ignores=[]))
+                       if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+                       and n.id not in targets})
+    if not assigned or _Uses(dict.fromkeys(assigned, ITEM), attributes=False).find(
+            node.body) is None:
+        return ()
+    found = []
+    for name in assigned:
+        why = _Uses({name: ITEM}, attributes=False).find(node.body)
+        if why:
+            found.append((name, why))
+    return tuple(found)
+
+
 class _Transformer(Converter):
     def visit_For(self, node: gast.For):
         self.generic_visit(node)  # loops nested in this one have plans of their own
         why = python_use(node)
         if why:
             anno.set(node, Anno.PYTHON_INDEX, why)
+        uses = state_uses(node)
+        if uses:
+            anno.set(node, Anno.PYTHON_STATE, uses)
         return node
 
 

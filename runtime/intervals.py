@@ -22,13 +22,15 @@ to show (a counter stepping by one).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["overflow", "python_mismatch", "known", "describe", "STEPS"]
+__all__ = ["overflow", "follow", "Followed", "python_mismatch", "known", "describe", "STEPS"]
 
 STEPS = 64
+FOLLOW_LIMIT = 10_000  # most steps a carried Python int is followed to its final value
+_LARGEST = 1 << 16  # elements of the largest constant array given an interval
 _LO, _HI = -(2 ** 31), 2 ** 31 - 1
 
 Interval = tuple[float, float] | None  # None: unknown (ints are exact)
@@ -44,6 +46,8 @@ def known(value) -> Interval:
             return None
         if value is None:
             return None
+    if getattr(value, "size", 0) > _LARGEST:
+        return None  # a weight matrix, say: not a number the loop computes from its index
     try:
         a = np.asarray(value)
     except Exception:  # noqa: BLE001 - a tracer, an opaque object
@@ -82,6 +86,41 @@ def _numpy_dtype(aval):
     return dtype
 
 
+def _exact(i: Interval) -> bool:
+    return i is not None and i[0] == i[1]
+
+
+_COMPARISONS = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+                "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
+                "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+                "and": lambda a, b: bool(a) and bool(b), "or": lambda a, b: bool(a) or bool(b)}
+
+
+def _truncated(a: int, b: int) -> int:
+    """``a / b`` rounded toward zero, as XLA divides integers."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+# Integer operations computed exactly where their inputs are known
+_EXACT = {"div": _truncated, "rem": lambda a, b: a - b * _truncated(a, b),
+          "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+          "not": lambda a: ~a}
+
+
+def _truth(name: str, ins: list) -> Interval:
+    """A boolean's interval: exact where the operation's inputs are."""
+    if name in _COMPARISONS and len(ins) == 2 and all(_exact(i) for i in ins):
+        v = int(_COMPARISONS[name](ins[0][0], ins[1][0]))
+        return v, v
+    if name == "not" and len(ins) == 1 and _exact(ins[0]):
+        return int(not ins[0][0]), int(not ins[0][0])
+    if name in ("convert_element_type", "copy", "copy_p", "reshape", "squeeze",
+                "expand_dims", "broadcast_in_dim") and ins and _exact(ins[0]):
+        return int(bool(ins[0][0])), int(bool(ins[0][0]))
+    return 0, 1
+
+
 def _mul(a, b):
     products = [x * y for x in a for y in b]
     return min(products), max(products)
@@ -91,9 +130,20 @@ def _apply(name: str, params: dict, ins: list, out_aval) -> Interval:
     if not _is_real(out_aval):
         return None
     if getattr(out_aval, "dtype", None) == np.bool_:
-        return 0, 1
+        return _truth(name, ins)
+    if name == "select_n" and ins and _exact(ins[0]) and ins[0][0] + 1 < len(ins):
+        return ins[1 + int(ins[0][0])]  # a known choice picks its case
     if any(i is None for i in ins) and name != "select_n":
         return None
+    if _is_int(out_aval) and ins and all(_exact(i) for i in ins) and name in _EXACT:
+        try:
+            v = _EXACT[name](*[int(i[0]) for i in ins])
+        except ZeroDivisionError:
+            return None
+        return v, v
+    if name == "sign":
+        lo, hi = ins[0]
+        return (lo > 0) - (lo < 0), (hi > 0) - (hi < 0)
     if name == "add":
         return ins[0][0] + ins[1][0], ins[0][1] + ins[1][1]
     if name == "sub":
@@ -147,7 +197,7 @@ def _apply(name: str, params: dict, ins: list, out_aval) -> Interval:
 
 
 def _run(jaxpr, consts: list[Interval], ins: list[Interval],
-         hits: list[str] | None = None) -> list[Interval]:
+         hits: list[str] | None = None, eqns=None) -> list[Interval]:
     """The intervals of ``jaxpr``'s outputs. With ``hits``, the operations of its
     top level (the user's own; not JAX's internals, which may wrap on purpose)
     whose inputs are all known and whose Python meaning differs from what the
@@ -163,7 +213,7 @@ def _run(jaxpr, consts: list[Interval], ins: list[Interval],
         env[v] = c
     for v, i in zip(jaxpr.invars, ins):
         env[v] = i
-    for eqn in jaxpr.eqns:
+    for eqn in jaxpr.eqns if eqns is None else eqns:
         args = [read(v) for v in eqn.invars]
         name = eqn.primitive.name
         if hits is not None:
@@ -173,7 +223,10 @@ def _run(jaxpr, consts: list[Interval], ins: list[Interval],
             outs = _run(inner.jaxpr, [known(c) for c in inner.consts], args)
         elif name == "cond":  # any branch may run: the hull of theirs
             outs = None
-            for branch in eqn.params["branches"]:
+            branches = eqn.params["branches"]
+            if _exact(args[0]) and 0 <= args[0][0] < len(branches) and hits is None:
+                branches = [branches[int(args[0][0])]]  # a known index picks its branch
+            for branch in branches:
                 got = _run(branch.jaxpr, [known(c) for c in branch.consts], args[1:], hits)
                 outs = got if outs is None else [_hull(a, b) for a, b in zip(outs, got)]
         elif len(eqn.outvars) == 1:
@@ -248,44 +301,79 @@ def python_mismatch(closed, n_carry: int, index: tuple[int, int],
 
 def overflow(closed, carry_init: list, n_carry: int, first_index: int,
              extra: list[Interval], steps: int) -> tuple[int, float] | None:
-    """The first carried integer a loop would push out of int32, or None.
+    """The first carried integer a loop would push out of int32 in its first
+    ``STEPS`` steps, or None (see :func:`follow`)."""
+    return follow(closed, carry_init, n_carry, first_index, extra, min(steps, STEPS)).overflow
 
-    The loop is followed step by step from ``carry_init``, with the step index
+
+class Followed(NamedTuple):
+    """What following a loop's carried integers step by step found."""
+
+    overflow: tuple[int, float] | None  # (position in the carry, the value it would reach)
+    finals: dict[int, int]  # position -> exact final value, for Python ints followed to the end
+
+
+def follow(closed, carry_init: list, n_carry: int, first_index: int,
+           extra: list[Interval], steps: int) -> Followed:
+    """Follows a loop's carried integers step by step, exactly.
+
+    The loop is followed from ``carry_init``, with the step index
     ``first_index``, ``first_index + 1``, ...: an integer that stays exactly
     known (it depends on known values and the index only, as ``fact *= i``
-    does) is checked at each step; one that comes to depend on an array (a
-    traced branch picks it, an array is added to it) is no longer followed,
-    since the Python loop would carry it as an array too.
+    and ``n += 1`` do) is checked at each step; one that comes to depend on
+    an array (a traced branch picks it, an array is added to it) is no
+    longer followed, since the Python loop would carry it as an array too.
+    Only the part of the body the carried integers depend on is run. A loop
+    of at most ``FOLLOW_LIMIT`` steps is followed to its end (else its first
+    ``STEPS``), and the carried values that started as Python ints and stay
+    known to the end are given as ``finals``: under ``jax.jit`` the Python
+    loop leaves them Python ints.
 
     Args:
       closed: the body's ``ClosedJaxpr``; its inputs are the carry (``n_carry``
         values), the step index, then ``extra``; its first ``n_carry``
         outputs are the carry.
-      carry_init: the carry's initial values (Python ints are followed).
+      carry_init: the carry's initial values (known integers are followed).
       n_carry: how many inputs and outputs are carried.
       first_index: the step index of the first step.
       extra: intervals of the inputs after the index.
       steps: how many times the body runs.
-
-    Returns:
-      ``(position in the carry, the value it would reach)``, or None.
     """
     jaxpr = closed.jaxpr
-    if not any(_is_int(v.aval) for v in jaxpr.outvars[:n_carry]):
-        return None
+    state = [known(v) if _is_int(o.aval) else None
+             for v, o in zip(carry_init, jaxpr.outvars[:n_carry])]
+    if all(s is None for s in state):
+        return Followed(None, {})
+    eqns = _slice(jaxpr, [i for i, s in enumerate(state) if s is not None])
     consts = [known(c) for c in closed.consts]
-    state = [known(v) for v in carry_init]
-    for t in range(min(steps, STEPS)):
+    run = steps if steps <= FOLLOW_LIMIT else min(steps, STEPS)
+    for t in range(run):
         if all(s is None for s in state):
-            return None
+            return Followed(None, {})
         index = (first_index + t, first_index + t)
-        out = _run(jaxpr, consts, state + [index] + list(extra))[:n_carry]
+        out = _run(jaxpr, consts, state + [index] + list(extra), eqns=eqns)[:n_carry]
         state = [o if o is not None and o[0] == o[1] else None for o in out]
         for i, (value, var) in enumerate(zip(state, jaxpr.outvars)):
-            if (value is not None and _is_int(var.aval) and var.aval.dtype != np.bool_
+            if (value is not None and var.aval.dtype != np.bool_
                     and not _LO <= value[0] <= _HI):
-                return i, value[0]
-    return None
+                return Followed((i, value[0]), {})
+    if run < steps:
+        return Followed(None, {})
+    finals = {i: int(s[0]) for i, (s, v) in enumerate(zip(state, carry_init))
+              if s is not None and type(v) is int}
+    return Followed(None, finals)
+
+
+def _slice(jaxpr, outputs: list[int]) -> list:
+    """The equations of ``jaxpr`` that its outputs at ``outputs`` depend on, in order."""
+    needed = {v for i in outputs for v in [jaxpr.outvars[i]] if type(v).__name__ != "Literal"}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(o in needed for o in eqn.outvars):
+            kept.append(eqn)
+            needed.update(v for v in eqn.invars if type(v).__name__ != "Literal")
+    kept.reverse()
+    return kept
 
 
 def describe(bound: float) -> str:

@@ -57,6 +57,8 @@ from .values import (
     UndefinedReturn,
     closure_values,
     flag_assigned,
+    is_array,
+    is_python_number,
     is_traced,
     is_undefined,
     staging,
@@ -344,7 +346,8 @@ def _stabilizer(carry):
 def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
              init: Sequence[Any], *, names: Sequence[str],
              extra_test: Callable[..., Any] | None = None,
-             python_index: str | None = None) -> tuple:
+             python_index: str | None = None,
+             python_state: Sequence[tuple[str, str]] = ()) -> tuple:
     """Runs a converted `for` loop, in Python or staged.
 
     The semantics are given by this Python implementation::
@@ -381,6 +384,10 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
       python_index: why the body uses the loop index as a Python value
         (``f"w{i}"``, ``str(i)``, ``isinstance(i, int)``), found when the loop
         was converted; such a loop over a static range runs as Python.
+      python_state: ``(name, why)`` for the names the body assigns and uses
+        as Python values; where one holds a Python number when the loop
+        starts (a staged loop would carry it as an array), the loop runs as
+        Python too.
 
     Returns:
       The state after the loop, as a tuple.
@@ -396,6 +403,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
     seq = as_seq(iterable)
     if seq is None:
         return _python_for(iterable, body, state, names, extra_test)
+    if python_index is None and python_state:
+        python_index = _python_number_used(python_state, state, names)
     if type(seq.n) is int and (python_index is not None or not seq.fits_int32(0)):
         # as under `jax.jit`: a staged index would not mean what the source says
         if seq.n > PYTHON_TRIPS and any_traced((state, seq.xs)):
@@ -495,6 +504,16 @@ def _note_python_loop(why: str, trips: int) -> None:
 # A loop run as Python for its index's sake warns past this many iterations: its
 # compile time grows with the trip count.
 WARN_TRIPS = 100
+
+
+def _python_number_used(uses, state, names) -> str | None:
+    """Why the loop must run as Python: a name it uses as a Python value starts as a
+    Python number (see ``python_state``), or None."""
+    for name, why in uses:
+        value = state[names.index(name)] if name in names else None
+        if is_python_number(value) or (is_array(value) and not is_traced(value)):
+            return f"{why}, and `{name}` starts as a concrete number"
+    return None
 
 
 def _observed(error) -> str:
@@ -659,7 +678,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         stabilize(carry, step_types[1])
         closed, out_tree = trace()
     extra = [intervals.known(x) for x in jax.tree_util.tree_leaves(xs)]
-    _refuse_int_overflow(closed, carry, k0, extra, seq.n - k0)
+    finals = _refuse_int_overflow(closed, carry, k0, extra, seq.n - k0, to_end=True)
     _refuse_python_mismatch(closed, carry, (k0, seq.n - 1), extra)
     run = jax_core.jaxpr_as_fun(closed)
 
@@ -668,6 +687,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
 
     with staging():
         final, grown = lax.scan(replay, carry.arrays, (ks, xs))
+    final = [finals.get(i, a) for i, a in enumerate(final)]  # Python ints, as under jit
     values = list(carry.unflatten(final, final=True))
     for (i, base_len), items in zip(lists.items(), grown):
         if items:
@@ -678,26 +698,32 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     return st.write_back(state, tuple(values), kept)
 
 
-def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int) -> None:
+def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int,
+                         to_end: bool = False) -> dict[int, int]:
     """A staged loop computes the integers it carries in int32, where the Python
     loop ``jax.jit`` runs keeps them exact: one that would outgrow int32 within
     the loop's first steps (``fact *= i``) is refused, and the loop runs as Python.
 
     ``closed`` is the body's jaxpr (the carry, the step index from
     ``first_index``, then inputs whose intervals are ``extra``), ``steps`` its
-    trip count.
+    trip count. With ``to_end``, the loop is followed to its last step where
+    it is short enough (``intervals.FOLLOW_LIMIT``), and the carried Python
+    ints that stay exactly known are returned, by position in the carry, with
+    their final values: under ``jax.jit`` they come out of the loop as Python
+    ints (``n += 1`` then ``jnp.zeros(n)``).
     """
     if type(steps) is not int or type(first_index) is not int:
-        return  # a symbolic length (`jax.export`): no steps to follow
-    hit = intervals.overflow(closed, carry.starts, len(carry.arrays), first_index, extra, steps)
-    if hit is None:
-        return
-    position, bound = hit
+        return {}  # a symbolic length (`jax.export`): no steps to follow
+    followed = intervals.follow(closed, carry.starts, len(carry.arrays), first_index, extra,
+                                steps if to_end else min(steps, intervals.STEPS))
+    if followed.overflow is None:
+        return {i: v for i, v in followed.finals.items() if i not in carry.strengthen}
+    position, bound = followed.overflow
     name = carry.owners[position]
     raise Int32OverflowError(
         "an integer carried by a staged loop would outgrow int32",
-        observed=f"`{name}` reaches {intervals.describe(bound)} in the loop's first "
-                 f"{min(steps, intervals.STEPS)} steps; staged, the loop computes it in "
+        observed=f"`{name}` reaches {intervals.describe(bound)} within the loop's "
+                 f"{steps} steps; staged, the loop computes it in "
                  f"int32, which wraps around (a Python loop keeps it exact)",
         variable=name,
         fix="compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = (h * "

@@ -330,3 +330,64 @@ def test_a_numeric_helper_given_the_index_still_stages():
     assert _stages(by_a_numeric_helper, x)
     np.testing.assert_allclose(jax.jit(autograph.convert(by_a_numeric_helper))(x),
                                jax.jit(by_a_numeric_helper)(x), rtol=1e-6)
+
+
+def counter_as_a_shape(x):
+    n = 0
+    for i in range(20):
+        n += 1
+        x = x + 1.0
+    return jnp.zeros(n) + x
+
+
+def counters_after_the_loop(x):
+    n, m, fact = 0, 5, 1
+    for i in range(30):
+        n += 2
+        m = m * 3 % 7 + i
+        if i < 10:
+            fact *= 2
+        x = x + 1.0
+    return jnp.zeros(n) + jnp.ones(m).sum() + fact + x
+
+
+def counter_formatted_in_the_body(x):
+    n = 0
+    for i in range(20):
+        n += 1
+        x = x + P.get(f"w{n}", 0.0)
+    return x
+
+
+def concrete_array_counter_formatted(x):
+    n = jnp.int32(0)
+    for i in range(20):
+        n = n + 1
+        x = x + P.get(f"w{n}", 0.0)
+    return x
+
+
+def counter_that_meets_an_array(x):
+    n = 0
+    for i in range(30):
+        n = n + (x > 0).astype(jnp.int32)
+        x = x - 1.0
+    return x + n
+
+
+@pytest.mark.parametrize("fn", [counter_as_a_shape, counters_after_the_loop,
+                                counter_formatted_in_the_body,
+                                concrete_array_counter_formatted, counter_that_meets_an_array],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("start", [2.0, -4.0])
+def test_python_numbers_a_staged_loop_carries_keep_their_meaning(fn, start):
+    x = jnp.float32(start)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jax.jit(autograph.convert(fn))(x)
+    np.testing.assert_allclose(got, jax.jit(fn)(x), rtol=1e-6)
+
+
+def test_an_exact_counter_does_not_stop_the_loop_staging():
+    assert _stages(counter_as_a_shape, jnp.float32(1.0))
+    assert not _stages(counter_formatted_in_the_body, jnp.float32(1.0))
