@@ -535,8 +535,9 @@ class _BoundFunction:
     """A ``Function`` bound to an instance, as a method.
 
     Traces are keyed by the instance's attributes when it is a plain object
-    (so that changing one traces again), and by its leaves when it is a pytree; ``input_signature`` and
-    concrete functions leave ``self`` out, as in TensorFlow.
+    (so that changing one traces again), and by its leaves when it is a
+    pytree; ``input_signature`` and concrete functions leave ``self`` out, as
+    in TensorFlow.
     """
 
     def __init__(self, function: Function, obj):

@@ -57,15 +57,16 @@ _CALL_TEST = templates.Template(
 _CALL_NO_STATE = templates.Template("ag__.for_stmt(ITERABLE, BODY_FN, (), names=())")
 
 
-def _with_plan(stmts: list[gast.stmt], node: gast.For) -> list[gast.stmt]:
+def with_plan(stmts: list[gast.stmt], node: gast.For | gast.While,
+              call: str = "for_stmt") -> list[gast.stmt]:
     """Adds ``python_index=`` and ``python_state=`` (see ``index_uses``) to the
-    ``for_stmt`` call in ``stmts``."""
+    ``call`` (``for_stmt`` or ``while_stmt``) in ``stmts``."""
     why = anno.get(node, Anno.PYTHON_INDEX)
     uses = anno.get(node, Anno.PYTHON_STATE)
     if why or uses:
         for n in gast.walk(gast.Module(body=stmts, type_ignores=[])):
             if (isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
-                    and n.func.attr == "for_stmt"):
+                    and n.func.attr == call):
                 if why:
                     n.keywords.append(gast.keyword(arg="python_index",
                                                    value=templates.literal(why)))
@@ -119,14 +120,14 @@ class Lowering(FunctionScopes):
                              BODY=body))
         iterable = self._iterable(node.iter)
         if not state and extra is None:
-            return stmts + _with_plan(
+            return stmts + with_plan(
                 _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn), node)
         init = state_init(state, anno.get(node, Anno.DEFINED_IN), node)
         self.ctx.maybe_undefined.update(set(state) - anno.get(node, Anno.DEFINED_IN))
         common = dict(STATE=state, ITERABLE=iterable, BODY_FN=body_fn, INIT=init,
                       NAMES=templates.literal(state))
         if extra is None:
-            return stmts + _with_plan(with_returns(_CALL.substitute(node, **common), state,
+            return stmts + with_plan(with_returns(_CALL.substitute(node, **common), state,
                                                    self.ctx.return_values), node)
         test_params, test_shared = cell_params(state, self.captured, namer, node)
         test = _TEST.substitute(node, TEST_FN=test_fn, PARAMS=test_params, TEST=extra,
@@ -134,7 +135,7 @@ class Lowering(FunctionScopes):
         if not test_shared:
             test[0].body = test[0].body[1:]
         stmts = mark_generated(test) + stmts  # the test first, as for `while`
-        return stmts + _with_plan(with_returns(
+        return stmts + with_plan(with_returns(
             _CALL_TEST.substitute(node, TEST_FN=test_fn, **common), state,
             self.ctx.return_values), node)
 

@@ -18,7 +18,9 @@ loop ``jax.jit`` runs.
 The names the body assigns are checked for the same uses, apart
 (``Anno.PYTHON_STATE``): ``for_stmt`` runs the loop as Python where such a
 name holds a Python number when the loop starts (``n += 1`` then
-``f"w{n}"``), since staged it would be carried as an array.
+``f"w{n}"``), since staged it would be carried as an array; a `while`
+whose test is traced cannot run as Python, so there it is a clear
+``LoopStateError``.
 
 Which names hold the index: the targets of ``range``, the counter of
 ``enumerate``, and names assigned from expressions made of those and
@@ -38,7 +40,7 @@ from autograph.anno import Anno
 from autograph.context import Context
 from autograph.transformer import Converter
 
-NODES = (gast.For,)  # the pass is skipped when the tree has none
+NODES = (gast.For, gast.While)  # the pass is skipped when the tree has none
 REQUIRES = ()
 
 INDEX, ITEM = "index", "item"  # a Python int under `jax.jit`; an array's item
@@ -297,12 +299,13 @@ def parameter_uses(node: gast.FunctionDef) -> dict[str, str]:
     return found
 
 
-def state_uses(node: gast.For) -> tuple[tuple[str, str], ...]:
+def state_uses(node: gast.For | gast.While) -> tuple[tuple[str, str], ...]:
     """``((name, why), ...)`` for the names ``node``'s body assigns and uses as Python
     values (``n += 1`` then ``f"w{n}"``): were one a Python number when the loop
     starts, a staged loop would carry it as an array."""
     targets: dict[str, str] = {}
-    _kinds(node.target, node.iter, targets)
+    if isinstance(node, gast.For):
+        _kinds(node.target, node.iter, targets)
     assigned = sorted({n.id for n in gast.walk(gast.Module(body=node.body, type_ignores=[]))
                        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
                        and n.id not in targets})
@@ -323,6 +326,13 @@ class _Transformer(Converter):
         why = python_use(node)
         if why:
             anno.set(node, Anno.PYTHON_INDEX, why)
+        uses = state_uses(node)
+        if uses:
+            anno.set(node, Anno.PYTHON_STATE, uses)
+        return node
+
+    def visit_While(self, node: gast.While):
+        self.generic_visit(node)
         uses = state_uses(node)
         if uses:
             anno.set(node, Anno.PYTHON_STATE, uses)

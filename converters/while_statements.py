@@ -40,6 +40,8 @@ from autograph.context import Context
 from autograph.scopes import FunctionScopes
 from autograph.templates import cell_params, mark_generated, state_init, with_returns
 
+from .for_statements import with_plan
+
 NODES = (gast.While,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS)
 
@@ -199,7 +201,8 @@ class Lowering(FunctionScopes):
         else:
             call = _CALL_OPTS.substitute(node, STATE=state, INIT=init, NAMES=names, OPTS=opts,
                                          **common)
-        return stmts + with_returns(call, state, self.ctx.return_values)
+        return stmts + with_plan(with_returns(call, state, self.ctx.return_values), node,
+                                 "while_stmt")
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

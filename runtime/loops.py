@@ -111,7 +111,8 @@ def _names_the_return_value(loop):
 def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                init: Sequence[Any], *, names: Sequence[str],
                opts: Mapping[str, Any] | None = None,
-               bound: tuple[str, str, Callable[[], Any], int] | None = None) -> tuple:
+               bound: tuple[str, str, Callable[[], Any], int] | None = None,
+               python_state: Sequence[tuple[str, str]] = ()) -> tuple:
     """Runs a converted `while` loop, in Python or as ``lax.while_loop``.
 
     The semantics are given by this Python implementation::
@@ -144,6 +145,9 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
       names: the loop's variables, for error messages.
       opts: ``{'maximum_iterations': N}`` from ``autograph.set_loop_options``.
       bound: the counter that bounds the loop, as a ``Bound``'s fields.
+      python_state: ``(name, why)`` for the names the body assigns and uses
+        as Python values (``f"w{n}"``); staging a loop where one holds a
+        Python number is a ``LoopStateError``, since it would be an array.
 
     Returns:
       The state after the loop, as a tuple.
@@ -162,6 +166,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
+            _refuse_python_numbers(python_state, state, names)
             steps = Steps((opts or {}).get("maximum_iterations"))
             bound = None if bound is None else Bound(*bound)
             limit = None
@@ -199,6 +204,23 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
         if not c:
             return state
         state = tuple(body(*state))
+
+
+def _refuse_python_numbers(uses, state, names) -> None:
+    """A staged `while` carries its Python numbers as arrays: one its body uses as a
+    Python value (see ``python_state``) would change meaning, so it is refused."""
+    why = _python_number_used(uses, state, names) if uses else None
+    if why is None:
+        return
+    name = next(n for n, w in uses if why.startswith(w))
+    raise errors.LoopStateError(
+        "a staged `while` loop cannot use a Python number it carries as a Python value",
+        observed=f"{why}; the loop's test is traced, so it runs as `lax.while_loop`, where "
+                 f"`{name}` is a traced array (formatting it gives the tracer's text)",
+        variable=name,
+        fix=f"use `{name}` only in arithmetic, comparisons and array indexing inside the loop "
+            f"(`print` formats traced values when the program runs), or make the loop's test "
+            f"a Python value")
 
 
 def _changes_outside(loop: str, changed: str) -> errors.LoopStateError:

@@ -391,3 +391,34 @@ def test_python_numbers_a_staged_loop_carries_keep_their_meaning(fn, start):
 def test_an_exact_counter_does_not_stop_the_loop_staging():
     assert _stages(counter_as_a_shape, jnp.float32(1.0))
     assert not _stages(counter_formatted_in_the_body, jnp.float32(1.0))
+
+
+def while_formatting_its_counter(x):
+    n = 0
+    while x < 10.0:
+        n += 1
+        x = x + P.get(f"w{n}", 0.0)
+    return x
+
+
+def while_printing_its_counter(x):
+    n = 0
+    while x < 10.0:
+        n += 1
+        x = x + 1.0
+        print(f"step {n}")
+    return x
+
+
+def test_a_staged_while_refuses_to_format_a_python_number_it_carries():
+    assert float(autograph.convert(while_formatting_its_counter)(1.0)) == 11.0  # Python
+    with pytest.raises(autograph.LoopStateError, match=r"`n` is formatted into a string") as e:
+        jax.jit(autograph.convert(while_formatting_its_counter))(1.0)
+    assert "test_index_meaning.py" in str(e.value)
+
+
+def test_a_staged_while_may_print_the_number(capfd):
+    out = jax.jit(autograph.convert(while_printing_its_counter))(7.5)
+    jax.effects_barrier()
+    assert float(out) == 10.5
+    assert capfd.readouterr().out.split() == ["step", "1", "step", "2", "step", "3"]
