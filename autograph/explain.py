@@ -376,7 +376,7 @@ class _Describer:
                           "(`set_loop_options`), which reverse-mode `jax.grad` supports")
             block.runtime = (f"a Python `while` as long as `{test}` is a Python value; from "
                              f"the first test that is traced, the rest runs as {staged}"
-                             + early)
+                             + early + _python_state_note(origin or node, staged=True))
             block.depends = self._dep_clause(
                 rewritten, self._depends(_reads(node.test) | _reads(extra), deps))
             return
@@ -412,6 +412,8 @@ class _Describer:
                 f"(fewer run as the Python loop `jax.jit` unrolls); a list, "
                 f"tuple, dict or other iterable always runs as a Python loop (unrolled "
                 f"under `jax.jit`)" + early)
+        if not why:
+            block.runtime += _python_state_note(origin if origin is not None else node)
         clauses = [self._dep_clause(it_text, self._depends(_reads(node.iter), deps))]
         if block.carried_in:
             state = ", ".join(f"`{n}`" for n in block.carried_in)
@@ -419,6 +421,19 @@ class _Describer:
             clauses.append(f"the state ({state}) depends on "
                            + (", ".join(f"`{a}`" for a in args) if args else "no argument"))
         block.depends = "; ".join(clauses)
+
+
+def _python_state_note(node, staged: bool = False) -> str:
+    """What the loop does with a Python number its body uses as a Python value."""
+    uses = index_uses.state_uses(node)
+    if not uses:
+        return ""
+    names = ", ".join(f"`{n}`" for n, _ in uses)
+    if staged:
+        return (f"; staging it is refused (`LoopStateError`) while {names} holds a Python "
+                f"number, since {uses[0][1]}")
+    return (f"; it runs as the Python loop wherever {names} starts as a Python number, "
+            f"since {uses[0][1]}")
 
 
 def _has_loop_options(body) -> bool:
