@@ -26,6 +26,8 @@ class Carry:
     def __init__(self, values, names, loop: str):
         self.names, self.loop = names, loop
         self.flat = [st.flatten(v) for v in values]
+        # what each variable leaves the loop as: its structure before the loop, then
+        # the body's, whose dicts may have their keys in another order (`d = {...}`)
         self.treedefs = [t for t, _ in self.flat]
         self.static = []   # per name: list of (index, value) of fixed leaves
         self.arrays = []
@@ -53,10 +55,10 @@ class Carry:
                       for i, a in enumerate(arrays)]
         it = iter(arrays)
         out = []
-        for (treedef, leaves), fixed in zip(self.flat, self.static):
+        for (treedef, leaves), fixed, leaving in zip(self.flat, self.static, self.treedefs):
             fixed_at = dict(fixed)
             new = [fixed_at[i] if i in fixed_at else next(it) for i in range(len(leaves))]
-            out.append(jax.tree_util.tree_unflatten(treedef, new))
+            out.append(jax.tree_util.tree_unflatten(leaving if final else treedef, new))
         return tuple(out)
 
     def check(self, out_values, in_arrays):
@@ -73,8 +75,8 @@ class Carry:
                     f"`obj.{attr} = v` after it)")
         result: list = []
         it = iter(in_arrays)
-        for name, value, (treedef, leaves), fixed in zip(
-                self.names, out_values, self.flat, self.static):
+        for j, (name, value, (treedef, leaves), fixed) in enumerate(zip(
+                self.names, out_values, self.flat, self.static)):
             out_treedef, out_leaves = st.flatten(value)
             before = jax.tree_util.tree_unflatten(treedef, leaves)
             if out_treedef != treedef:
@@ -90,6 +92,7 @@ class Carry:
                     variable=name,
                     fix=f"give `{name}` its final structure (list length, keys, None-ness) "
                         f"before the loop")
+            self.treedefs[j] = out_treedef
             fixed_at = dict(fixed)
             for i, leaf in enumerate(out_leaves):
                 if i in fixed_at:

@@ -13,7 +13,7 @@ from jax import lax
 
 from autograph import errors
 
-from . import objects, run_time_errors
+from . import key_order, objects, run_time_errors
 from . import state as st
 from .conditions import condition
 from .jaxprs import make_jaxpr
@@ -142,7 +142,7 @@ def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], A
 def _fresh(init):
     # Each branch gets its own lists and dicts, so that `ys.append(y)` on one
     # branch is not seen by the other (both are traced, one after the other).
-    return tuple(jax.tree_util.tree_map(lambda x: x, _plain(v), is_leaf=st.is_undefined)
+    return tuple(key_order.tree_map(lambda x: x, _plain(v), is_leaf=st.is_undefined)
                  if isinstance(v, (list, dict)) else v for v in init)
 
 

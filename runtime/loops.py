@@ -42,7 +42,7 @@ from jax import lax
 
 from autograph import errors
 
-from . import intervals, objects, transforms
+from . import intervals, key_order, objects, transforms
 from . import state as st
 from .bounded import counted_loop
 from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
@@ -689,7 +689,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         k, x = kx
         out = one(arrays, k, x)
         step_types[:] = [[jax.typeof(a) for a in arrays], [jax.typeof(a) for a in out[0]]]
-        return out
+        return key_order.ordered(out)  # appended dicts keep their keys' order
 
     def trace():
         with staging():
@@ -705,7 +705,8 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     run = jax_core.jaxpr_as_fun(closed)
 
     def replay(arrays, kx):
-        return jax.tree_util.tree_unflatten(out_tree, run(*jax.tree_util.tree_leaves((arrays, kx))))
+        out = jax.tree_util.tree_unflatten(out_tree, run(*jax.tree_util.tree_leaves((arrays, kx))))
+        return key_order.ordered(out)
 
     with staging():
         final, grown = lax.scan(replay, carry.arrays, (ks, xs))
@@ -714,7 +715,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     for (i, base_len), items in zip(lists.items(), grown):
         if items:
             m = appended_count[i]
-            extra = [jax.tree_util.tree_map(lambda a, k=k: a[k], items[j])
+            extra = [key_order.tree_map(lambda a, k=k: a[k], items[j])
                      for k in range(n) for j in range(m)]
             values[i] = list(values[i]) + extra
     return st.write_back(state, tuple(values), kept)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import key_order
 from .values import is_array, is_python_number, is_undefined
 
 tree_util = jax.tree_util
@@ -32,8 +33,10 @@ except ImportError:  # pragma: no cover - depends on the JAX version
 
 
 def flatten(value):
-    """(treedef, leaves) of ``value``; ``Undefined`` markers are leaves."""
-    leaves, treedef = tree_util.tree_flatten(value, is_leaf=is_undefined)
+    """(treedef, leaves) of ``value``; ``Undefined`` markers are leaves. The treedef
+    unflattens each dict with its keys in ``value``'s order (see ``key_order``)."""
+    leaves, treedef = tree_util.tree_flatten(key_order.ordered(value, is_undefined),
+                                             is_leaf=is_undefined)
     return treedef, leaves
 
 

@@ -1,0 +1,113 @@
+"""Dicts that come out of staged code with their keys in the order they went in.
+
+JAX flattens a ``dict`` (and a ``defaultdict``) with its keys sorted, and
+``tree_unflatten`` rebuilds it in that order: ``{"w": w, "b": b}`` comes back
+as ``{"b": b, "w": w}``, and ``list(d.values())`` changes meaning. Staged
+blocks take their state apart through :func:`ordered`: each dict in a value
+(nested ones too, in lists, tuples, namedtuples, dataclasses) flattens as an
+``_Ordered`` node, whose leaves stay in JAX's sorted order but whose treedef
+also records the keys as inserted, so that unflattening builds the same type
+(``defaultdict`` with its ``default_factory``) with the keys in that order.
+Two treedefs that differ only in key order compare equal, as JAX's own do, so
+structure checks are unchanged and leaves line up; the treedef a block
+unflattens with decides the order of what it hands back.
+
+Examples:
+    >>> import jax
+    >>> leaves, treedef = jax.tree_util.tree_flatten(ordered({"w": 1, "b": 2}))
+    >>> leaves
+    [2, 1]
+    >>> jax.tree_util.tree_unflatten(treedef, leaves)
+    {'w': 1, 'b': 2}
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable
+
+import jax
+
+_DICTS = (dict, collections.defaultdict)
+
+
+class _Keys:
+    """A dict node's aux data: type, default factory, keys in JAX's order and as
+    inserted. Equal to another when all but the insertion order agree."""
+
+    __slots__ = ("kind", "factory", "keys", "inserted")
+
+    def __init__(self, kind: type, factory: Any, keys: tuple, inserted: tuple):
+        self.kind, self.factory, self.keys, self.inserted = kind, factory, keys, inserted
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _Keys) and self.kind is other.kind
+                and self.factory == other.factory and self.keys == other.keys)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.keys))
+
+    def __repr__(self) -> str:
+        return f"{self.kind.__name__}{list(self.inserted)}"
+
+
+class _Ordered:
+    """A dict (or defaultdict), for JAX to flatten keeping its key order."""
+
+    __slots__ = ("value", "is_leaf")
+
+    def __init__(self, value: dict, is_leaf: Callable[[Any], bool] | None):
+        self.value, self.is_leaf = value, is_leaf
+
+
+def _flatten(node: _Ordered):
+    d = node.value
+    inserted = tuple(dict.__iter__(d))
+    try:
+        keys = tuple(sorted(inserted))
+    except TypeError:  # keys of mixed types: the order they were inserted in
+        keys = inserted
+    children = [ordered(dict.__getitem__(d, k), node.is_leaf) for k in keys]
+    return children, _Keys(type(d), getattr(d, "default_factory", None), keys, inserted)
+
+
+def _unflatten(aux: _Keys, children) -> dict:
+    by_key = dict(zip(aux.keys, children))
+    items = [(k, by_key[k]) for k in aux.inserted]
+    if aux.kind is dict:
+        return dict(items)
+    return aux.kind(aux.factory, items)
+
+
+# unflattens to the dict itself, not to an `_Ordered`: only flattening needs the wrapper
+jax.tree_util.register_pytree_node(_Ordered, _flatten, _unflatten)  # type: ignore[arg-type]
+
+
+def _is_dict(x) -> bool:
+    return type(x) in _DICTS
+
+
+def ordered(value: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``value`` with each dict and defaultdict in it as a node that keeps its key order.
+
+    Flattening the result gives the leaves JAX gives for ``value`` (dict keys
+    sorted), and a treedef that unflattens to dicts in ``value``'s key order.
+    Subtrees where ``is_leaf`` holds are leaves, as for ``jax.tree_util``;
+    nothing is copied where ``value`` holds no dict.
+    """
+    def stop(x) -> bool:
+        return _is_dict(x) or (is_leaf is not None and is_leaf(x))
+
+    if stop(value):
+        return _Ordered(value, is_leaf) if _is_dict(value) else value
+    leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=stop)
+    if not any(_is_dict(leaf) for leaf in leaves):
+        return value
+    return jax.tree_util.tree_unflatten(
+        treedef, [_Ordered(leaf, is_leaf) if _is_dict(leaf) else leaf for leaf in leaves])
+
+
+def tree_map(fn: Callable[..., Any], value: Any,
+             is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``jax.tree_util.tree_map(fn, value)`` with every dict's keys in ``value``'s order."""
+    return jax.tree_util.tree_map(fn, ordered(value, is_leaf), is_leaf=is_leaf)

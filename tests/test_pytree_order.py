@@ -1,0 +1,242 @@
+"""Containers come out of staged blocks as they went in: dict key order, type, factory.
+
+Each program records, while it runs (or traces), the containers it ends with:
+their types, keys in order and ``default_factory``; and it returns arrays
+built from ``list(d.values())``, whose order the keys decide. Converted runs
+(jitted) must match the plain Python run and, where it can run the program,
+plain ``jax.jit``, on inputs that take different branches and trip counts.
+"""
+
+import collections
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from autograph.runtime import key_order
+
+P = collections.namedtuple("P", "z a")
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["z", "a"], meta_fields=[])
+@dataclasses.dataclass
+class Pair:
+    z: object
+    a: object
+
+
+SEEN: list = []
+
+
+def shape_of(x):
+    """Types, keys in order and default factories of the containers in ``x``."""
+    if isinstance(x, dict):
+        return (type(x).__name__, getattr(x, "default_factory", None),
+                [(k, shape_of(v)) for k, v in x.items()])
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, [shape_of(v) for v in x])
+    if dataclasses.is_dataclass(x):
+        return (type(x).__name__, [shape_of(getattr(x, f.name)) for f in dataclasses.fields(x)])
+    return "leaf"
+
+
+def record(x):
+    SEEN.append(shape_of(x))
+
+
+# --- loops -----------------------------------------------------------------------
+
+def scan_over_a_static_range(x):  # more than 16 steps: one lax.scan
+    d = {"w": x, "b": x * 0}
+    for i in range(20):
+        d["b"] = d["b"] + 1
+    record(d)
+    return jnp.stack(list(d.values()))
+
+
+def while_with_a_traced_test(x):
+    d = collections.OrderedDict(z=x, a=x * 0)
+    e = collections.defaultdict(list, {"z": x, "a": x})
+    while d["z"] < 10.0:
+        d["z"] = d["z"] + 3.0
+        e["a"] = e["a"] * 2.0
+    record((d, e))
+    return jnp.concatenate([jnp.stack(list(d.values())), jnp.stack(list(e.values()))])
+
+
+def fori_over_a_traced_count(x, n):
+    d = {"z": P({"y": x, "b": x}, [Pair({"q": x, "c": x}, x)]),
+         "a": collections.defaultdict(int, {"k": x, "e": x})}
+    for i in range(n):
+        d["a"]["k"] = d["a"]["k"] + 1.0
+        d["z"][1][0].z["q"] = d["z"][1][0].z["q"] * 2.0
+    record(d)
+    return jnp.stack(list(d["a"].values()) + list(d["z"][1][0].z.values()))
+
+
+def reads_the_values_in_the_body(x):
+    d = {"w": x, "b": x * 0}
+    s = jnp.zeros(2)
+    for i in range(20):
+        s = s * 0.5 + jnp.stack(list(d.values()))
+        d["b"] = d["b"] + 1
+    record(d)
+    return s
+
+
+def first_assigned_in_the_body(x):
+    i = 0.0
+    while i < x + 3.0:  # at least once on every input here
+        d = {"z": x * i, "a": x}
+        i = i + 1.0
+    record(d)
+    return jnp.stack(list(d.values()))
+
+
+def rebuilt_in_another_order(x):
+    d = {"a": x * 0, "z": x}
+    for i in range(20):
+        d = {"z": d["z"], "a": d["a"] + 1}
+    record(d)
+    return jnp.stack(list(d.values()))
+
+
+def appends_dicts(x):
+    ys = []
+    for i in range(20):
+        ys.append({"z": x * i, "a": x})
+    record(ys)
+    return jnp.stack([jnp.stack(list(y.values())) for y in ys])
+
+
+# --- branches ----------------------------------------------------------------------
+
+def if_building_dicts(x):
+    if x > 0:
+        d = {"z": x, "a": x + 1}
+        e = collections.defaultdict(list, {"z": x, "a": x})
+    else:
+        d = {"z": x - 1, "a": x}
+        e = collections.defaultdict(list, {"z": -x, "a": x})
+    record((d, e))
+    return jnp.concatenate([jnp.stack(list(d.values())), jnp.stack(list(e.values()))])
+
+
+def if_updating_a_dict(x):
+    d = {"z": x, "a": x}
+    n = P({"y": x, "b": x}, Pair({"q": x, "c": x}, x))
+    if x > 0:
+        d["z"] = x + 1
+        n = P({"y": x, "b": x * 2}, Pair({"q": x, "c": x * 3}, x))
+        s = jnp.stack(list(d.values()))
+    else:
+        s = -jnp.stack(list(d.values()))
+    record((d, n))
+    return jnp.concatenate([s, jnp.stack(list(n.z.values()) + list(n.a.z.values()))])
+
+
+def conditional_expression(x):
+    d = P({"z": x, "a": x * 2}, 1) if x > 0 else P({"z": -x, "a": x}, 1)
+    record(d)
+    return jnp.stack(list(d.z.values()))
+
+
+def run(fn, *args):
+    SEEN.clear()
+    out = fn(*args)
+    return np.asarray(out), SEEN[-1]
+
+
+@pytest.mark.parametrize("fn", [
+    scan_over_a_static_range, while_with_a_traced_test, reads_the_values_in_the_body,
+    first_assigned_in_the_body, rebuilt_in_another_order, appends_dicts, if_building_dicts,
+    if_updating_a_dict, conditional_expression])
+@pytest.mark.parametrize("x", [-2.0, 0.5, 4.0])
+def test_containers_come_out_as_in_python(fn, x):
+    want, want_shape = run(fn, np.float32(x))
+    got, got_shape = run(autograph.function(fn), np.float32(x))
+    assert got_shape == want_shape
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [0, 3, 20])
+def test_fori_over_a_traced_count(n):
+    want, want_shape = run(fori_over_a_traced_count, np.float32(1.5), n)
+    got, got_shape = run(autograph.function(fori_over_a_traced_count), np.float32(1.5), n)
+    assert got_shape == want_shape
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [scan_over_a_static_range, reads_the_values_in_the_body,
+                                rebuilt_in_another_order, appends_dicts])
+def test_what_plain_jit_runs_gives_the_same(fn):
+    want, want_shape = run(jax.jit(fn), 1.0)
+    got, got_shape = run(jax.jit(autograph.convert(fn)), 1.0)
+    assert got_shape == want_shape
+    np.testing.assert_allclose(got, want)
+
+
+def test_the_brief_example_values():
+    got, _ = run(jax.jit(autograph.convert(scan_over_a_static_range)), 1.0)
+    np.testing.assert_allclose(got, [1.0, 20.0])
+
+
+def test_branches_building_different_orders_take_the_true_branch_order():
+    def f(x):
+        if x > 0:
+            d = {"z": x, "a": x}
+        else:
+            d = {"a": x, "z": -x}
+        record(d)
+        return jnp.stack(list(d.values()))
+
+    for x in (1.0, -1.0):
+        got, shape = run(autograph.function(f), np.float32(x))
+        assert [k for k, _ in shape[2]] == ["z", "a"]
+        np.testing.assert_allclose(got, [x, x] if x > 0 else [-x, x])
+
+
+def test_key_order_treedefs():
+    d = collections.defaultdict(list, {"w": 1, "b": 2})
+    leaves, treedef = jax.tree_util.tree_flatten(key_order.ordered(d))
+    assert leaves == [2, 1]  # JAX's order, so that leaves line up with any same-keyed dict
+    back = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert type(back) is collections.defaultdict and back.default_factory is list
+    assert list(back) == ["w", "b"]
+    other = jax.tree_util.tree_structure(key_order.ordered(
+        collections.defaultdict(list, {"b": 0, "w": 0})))
+    assert other == treedef  # key order is not structure
+    assert jax.tree_util.tree_structure(key_order.ordered(
+        collections.defaultdict(int, {"b": 0, "w": 0}))) != treedef
+    nested = [P({"y": 1, "b": 2}, 3)]
+    assert key_order.tree_map(lambda v: v * 10, nested) == [P({"y": 10, "b": 20}, 30)]
+    assert list(key_order.tree_map(lambda v: v, nested)[0].z) == ["y", "b"]
+    plain = (1, [2.0])
+    assert key_order.ordered(plain) is plain  # nothing to wrap
+
+
+def loop_with_a_traced_break(x):  # a bounded loop: lax.while_loop, or nested scans
+    d = {"z": x, "a": x * 0}
+    e = collections.defaultdict(list, {"w": x, "b": x})
+    for i in range(20):
+        if d["a"] > x * 3:
+            break
+        d = {"z": d["z"], "a": d["a"] + 1}
+        e["b"] = e["b"] + 1
+    record((d, e))
+    return jnp.concatenate([jnp.stack(list(d.values())), jnp.stack(list(e.values()))])
+
+
+@pytest.mark.parametrize("x", [-2.0, 0.5, 4.0, 9.0])
+def test_loop_with_a_traced_break(x):
+    want, want_shape = run(loop_with_a_traced_break, np.float32(x))
+    cf = autograph.function(loop_with_a_traced_break)
+    got, got_shape = run(cf, np.float32(x))
+    assert got_shape == want_shape
+    np.testing.assert_allclose(got, want)
+    grad = jax.grad(lambda v: autograph.convert(loop_with_a_traced_break)(v).sum())(x)
+    assert np.isfinite(grad)
