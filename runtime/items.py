@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .in_place import refuse_numpy_update
 from .values import Tracer
 
 _BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
@@ -56,6 +57,7 @@ def setitem(obj: Any, index: Any, value: Any, op: str | None = None) -> Any:
             value = _INPLACE[op](obj[index], value)
         obj[index] = value
         return obj
+    refuse_numpy_update(obj)  # a staged loop's stand-in for a NumPy array it carries
     if op is not None:
         value = _BINARY[op](obj[index], value)
     if (_is_jax_array(index) or isinstance(index, np.ndarray)) and np.dtype(

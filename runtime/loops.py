@@ -43,14 +43,15 @@ from jax import lax
 from autograph import errors
 
 from . import intervals, key_order, objects, transforms
-from . import state as st
 from .bounded import counted_loop
 from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
 from .conditionals import if_stmt
 from .conditions import condition
+from .in_place import InPlace
 from .index_meaning import PythonMeaningError, tracing_static_loop
 from .iterables import Seq, TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
 from .jaxprs import make_jaxpr_and_tree
+from .outside import OuterState
 from .values import (
     MaybeUndefined,
     Tracer,
@@ -187,7 +188,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                     lifted.wrap(test, returns_state=False), lifted.wrap(body),
                     lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), steps))
             else:
-                outside = st.OuterState((test, body), state, names)
+                outside = OuterState((test, body), state, names)
                 out = _staged_while(test, body, state, names, steps)
             if bound is not None and limit is not None and bound.limit() != limit:
                 raise errors.LoopStateError(
@@ -310,16 +311,15 @@ def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):
 
 def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
     maximum = steps.maximum
-    state = prepare_state(state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
+    shared = InPlace(state, names, loop)  # lists and dicts: carried once, written back
+    test, body = shared.wrap(test, returns_state=False), shared.wrap(body)
+    state = prepare_state(shared.state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
     carry = Carry(state, names, loop)
     lengths = {n: len(v) for n, v in zip(names, state) if isinstance(v, list)}
-
-    kept: set[int] = set()
 
     def body_arrays(arrays):
         values = carry.unflatten(arrays)
         out = flag_assigned(values, tuple(body(*values)))
-        kept.update(_kept_in_place(values, out))
         for n, v in zip(names, out):
             if n in lengths and isinstance(v, list) and len(v) > lengths[n]:
                 raise errors.LoopStateError(
@@ -337,20 +337,13 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
     if maximum is None:
         with staging():
             final = lax.while_loop(cond_arrays, body_arrays, carry.arrays)
-        return st.write_back(state, carry.unflatten(final, final=True), kept)
+        return shared.finish(carry.unflatten(final, final=True))
 
     with staging():
         final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
                              int(maximum), stabilize=_stabilizer(carry),
                              test_bounds=steps.test_bounds)
-    return st.write_back(state, carry.unflatten(final, final=True), kept)
-
-
-def _kept_in_place(values, out) -> list[int]:
-    """Positions of the lists and dicts a traced body handed back as the very objects
-    it was given (updated in place, if at all, as `d[k] = v` and `xs.append(v)` do)."""
-    return [i for i, (v, o) in enumerate(zip(values, out))
-            if o is v and isinstance(v, (list, dict))]
+    return shared.finish(carry.unflatten(final, final=True))
 
 
 def _stabilizer(carry):
@@ -445,7 +438,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 return state
         x = seq.python_slice(k)
         if (st_any_traced(state) or (x is not None and st_any_traced(x))) and not _in_linen():
-            outside = st.OuterState((body, extra_test), state, names)
+            outside = OuterState((body, extra_test), state, names)
             if not outside.can_rewind_all() and seq.n - k <= UNROLL_LIMIT:
                 # a generator cannot be put back after a staging attempt draws from it
                 _warn_unrolled(errors.LoopStateError(
@@ -628,13 +621,13 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         lambda a: jnp.asarray(a)[k0:seq.n], seq.xs)
     ks = jnp.arange(k0, seq.n, dtype=np.int32)
     x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
-    state = prepare_state(state, names, "for", lambda s: tuple(body(seq.element(ks[0], x0), *s)),
-                     may_skip=False)
+    shared = InPlace(state, names, "for")  # lists and dicts: carried once, written back
+    body, extra_test = shared.wrap(body, leading=1), shared.wrap(extra_test, returns_state=False)
+    state = prepare_state(shared.state, names, "for",
+                          lambda s: tuple(body(seq.element(ks[0], x0), *s)), may_skip=False)
     carry = Carry(state, names, "for")
     lists = {i: len(v) for i, v in enumerate(state) if isinstance(v, list)}
     appended_count = {}
-
-    kept: set[int] = set()
 
     def one(arrays, k, x):
         values = list(carry.unflatten(arrays))
@@ -642,7 +635,6 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         for i in lists:
             values[i] = TrackedList(values[i])
         out = list(flag_assigned(values, tuple(body(seq.element(k, x), *values))))
-        kept.update(_kept_in_place(values, out))
         grown = []
         for i, base_len in lists.items():
             v = out[i]
@@ -677,7 +669,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
 
     if extra_test is not None:
         out = _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists)
-        return st.write_back(state, out, kept)
+        return shared.finish(out)
 
     # The body's Python runs once, into a jaxpr that `lax.scan` replays. Where a
     # weakly typed carry comes out with another dtype (`s = 0` then `s = s + x`),
@@ -718,7 +710,7 @@ def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
             extra = [key_order.tree_map(lambda a, k=k: a[k], items[j])
                      for k in range(n) for j in range(m)]
             values[i] = list(values[i]) + extra
-    return st.write_back(state, tuple(values), kept)
+    return shared.finish(tuple(values))
 
 
 def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int,

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import pickle
-import random
 import types
 from typing import Any, Callable, NamedTuple
 
@@ -203,13 +201,31 @@ def object_snapshot(values):
     assigned there would keep a traced value, silently.
     """
     snap, seen = [], set()
-    # the values themselves too: a registered dataclass is a pytree node, not a leaf
-    for leaf in list(values) + tree_util.tree_leaves(list(values), is_leaf=is_undefined):
+    # the values and what their lists, dicts and tuples hold too: a registered
+    # dataclass is a pytree node, not a leaf
+    for leaf in _held(values) + tree_util.tree_leaves(list(values), is_leaf=is_undefined):
         attrs = getattr(leaf, "__dict__", None)
         if type(attrs) is dict and _plain_object(leaf) and id(leaf) not in seen:
             seen.add(id(leaf))
             snap.append((leaf, dict(attrs)))
     return snap
+
+
+def _held(values) -> list:
+    """``values``, and what the lists, dicts and tuples among them hold, in turn."""
+    out, stack, seen = [], list(values), set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, (list, tuple)):
+            stack.extend(list.__iter__(x) if isinstance(x, list) else x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        else:
+            out.append(x)
+    return out
 
 
 def mutated_attribute(snapshot):
@@ -263,210 +279,6 @@ def difference(a, b, path: str) -> str | None:
     return None
 
 
-class OuterState:
-    """What a loop body or a branch can change outside its state, and how to undo it.
-
-    A staged body runs its Python once, while tracing: a counter in an
-    enclosing function's cell (``nonlocal``), a module global, an attribute of
-    an object the body reads (or a list it holds), or a list it appends to would
-    change once where Python changes it on every iteration (or on the branch it
-    takes). ``changed()`` names such a change;
-    ``restore()`` undoes it (shallowly), so that the loop can run as Python
-    from where it was.
-    """
-
-    def __init__(self, fns, values=(), carried=()):
-        # the cells of carried names a body updates itself (`nonlocal x` for a variable
-        # a closure reads): the loop hands them their values, they are not side effects
-        own = {id(cell) for fn in fns if isinstance(fn, types.FunctionType)
-               for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
-               if name in carried}
-
-        self.cells: list[tuple[Any, Any]] = []  # (cell, contents)
-        self.objects: list[tuple[Any, dict]] = []  # (object, its __dict__ then)
-        self.containers: list[tuple[Any, Any]] = []  # (list or dict, a shallow copy)
-        self.module: tuple[dict, dict] | None = None
-        self.hidden: list[tuple[Any, Any]] = []  # (iterator or generator, its state)
-        seen = set()
-
-        def note(value):
-            if id(value) in seen:
-                return
-            seen.add(id(value))
-            hidden = _hidden_state(value)
-            if hidden is not None:  # an iterator or a random generator
-                self.hidden.append((value, hidden))
-                return
-            if type(value) is list:
-                self.containers.append((value, list(value)))
-            elif type(value) is dict:
-                self.containers.append((value, dict(value)))
-            elif isinstance(value, types.FunctionType):
-                for cell in value.__closure__ or ():
-                    if id(cell) in own:
-                        continue
-                    try:
-                        self.cells.append((cell, cell.cell_contents))
-                    except ValueError:
-                        continue
-            elif _plain_object(value):
-                attrs = getattr(value, "__dict__", None)
-                if type(attrs) is dict:
-                    self.objects.append((value, dict(attrs)))
-                    for held in attrs.values():  # `obj.items.append(...)`
-                        if type(held) is list or type(held) is dict:
-                            note(held)
-
-        for leaf in tree_util.tree_leaves(list(values), is_leaf=is_undefined):
-            if not isinstance(leaf, types.FunctionType):  # objects the loop carries
-                note(leaf)
-        for fn in fns:
-            if not isinstance(fn, types.FunctionType):
-                continue
-            if self.module is None:
-                self.module = (fn.__globals__, dict(fn.__globals__))
-            for name in _global_names(fn.__code__):  # objects it reaches as globals
-                if name in fn.__globals__:
-                    note(fn.__globals__[name])
-            for cell in fn.__closure__ or ():
-                try:
-                    value = cell.cell_contents
-                except ValueError:
-                    continue
-                note(value)
-                if isinstance(value, types.FunctionType):  # a helper the body calls
-                    for inner in value.__closure__ or ():
-                        try:
-                            note(inner.cell_contents)
-                        except ValueError:
-                            continue
-
-    def changed(self) -> str | None:
-        """What changed since the snapshot, in words, or None."""
-        for cell, before in self.cells:
-            try:
-                now = cell.cell_contents
-            except ValueError:
-                now = _MISSING
-            if now is not before:
-                return "a variable of an enclosing function (`nonlocal`)"
-        if self.module is not None:
-            current, before = self.module
-            for key, value in before.items():
-                if current.get(key, _MISSING) is not value:
-                    return f"the global `{key}`"
-        hit = mutated_attribute(self.objects)
-        if hit is not None:
-            return f"attribute `{hit[1]}` of a `{type(hit[0]).__name__}` object"
-        for container, before in self.containers:
-            if _container_changed(container, before):
-                return f"a `{type(container).__name__}` it reads"
-        for value, before in self.hidden:
-            if _hidden_state(value) != before:
-                return f"the position of a `{type(value).__name__}` it draws from"
-        return None
-
-    def can_rewind_all(self) -> bool:
-        """Whether every iterator the body reaches could be put back (no generators)."""
-        return all(before[0] != "gen" for _, before in self.hidden)
-
-    def restore(self) -> None:
-        """Puts back what the snapshot saw (cells, globals, attributes, containers)."""
-        for cell, before in self.cells:
-            cell.cell_contents = before
-        if self.module is not None:
-            current, before = self.module
-            for key, value in before.items():
-                if current.get(key, _MISSING) is not value:
-                    current[key] = value
-        for obj, before in self.objects:
-            attrs = obj.__dict__
-            for key in set(attrs) - set(before):
-                del attrs[key]
-            attrs.update(before)
-        for container, before in self.containers:
-            container.clear()
-            container.extend(before) if type(container) is list else container.update(before)
-        for value, before in self.hidden:
-            if _hidden_state(value) != before:
-                _rewind(value, before)
-
-
-# iterators whose position `__reduce__` gives and `__setstate__` sets
-_ITERABLES: tuple[Any, ...] = ([], (), "", range(1), b"", bytearray())
-_SEEKABLE: tuple[type, ...] = tuple({type(iter(x)) for x in _ITERABLES})
-
-
-def _hidden_state(value):
-    """The position of an iterator, generator or random generator (state a call
-    such as ``next(it)`` or ``rng.random()`` moves without assigning anything), or
-    None for any other value."""
-    if isinstance(value, _SEEKABLE):
-        return ("seek", value.__reduce__()[-1])
-    if isinstance(value, types.GeneratorType):
-        frame = value.gi_frame
-        return ("gen", None if frame is None else frame.f_lasti)
-    if isinstance(value, random.Random):
-        return ("random", value.getstate())
-    if isinstance(value, np.random.RandomState):
-        state: Any = value.get_state()
-        return ("numpy", np.asarray(state[1]).tobytes(), *state[2:])
-    if isinstance(value, np.random.Generator):
-        return ("generator", pickle.dumps(value.bit_generator.state))
-    return None
-
-
-def _rewind(value, before) -> None:
-    """Puts an iterator or random generator back at ``before`` (a generator cannot be:
-    loops reaching one run as Python from the start, see ``can_rewind_all``)."""
-    kind = before[0]
-    if kind == "gen":
-        return
-    if kind == "seek":
-        value.__setstate__(before[1])
-    elif kind == "random":
-        value.setstate(before[1])
-    elif isinstance(value, np.random.RandomState):
-        value.set_state(("MT19937", np.frombuffer(before[1], np.uint32), *before[2:]))
-    else:
-        value.bit_generator.state = pickle.loads(before[1])
-
-
-def write_back(before, after, kept) -> tuple:
-    """A staged block's lists and dicts, updated in place: an alias of one (a
-    caller's name for the dict a helper fills in a loop) sees what Python would
-    show it.
-
-    A staged loop carries their contents, and each branch of a staged `if`
-    works on its own copy, so they come out as new objects; for each one the
-    block updated in place (``kept``: positions in ``before``/``after``), the
-    contents go back into the object the block started with, which is handed
-    on instead.
-    """
-    out = list(after)
-    for i in kept:
-        orig, new = before[i], after[i]
-        if type(orig) is dict and isinstance(new, dict):
-            if new is not orig:
-                orig.clear()
-                orig.update(new)
-            out[i] = orig
-        elif type(orig) is list and isinstance(new, list):
-            if new is not orig:
-                orig[:] = list(list.__iter__(new))
-            out[i] = orig
-    return tuple(out)
-
-
-def _container_changed(container, before) -> bool:
-    """Whether a list or dict holds other objects than its shallow copy ``before``."""
-    if len(container) != len(before):
-        return True
-    if type(container) is list:
-        return any(a is not b for a, b in zip(container, before))
-    return any(container.get(key, _MISSING) is not value for key, value in before.items())
-
-
 def _plain_object(value) -> bool:
     """An object whose attributes a body may set: not an array, function, class or
     module (a callable instance, such as a key generator with ``__call__``, counts)."""
@@ -475,13 +287,3 @@ def _plain_object(value) -> bool:
 
 _NOT_OBJECTS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                 types.BuiltinMethodType, types.ModuleType, type, functools.partial)
-
-
-def _global_names(code) -> set:
-    """The global (and attribute) names ``code`` and the code nested in it use."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            names |= _global_names(const)
-    return names
-

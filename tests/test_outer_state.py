@@ -1,0 +1,477 @@
+"""Staged blocks see every effect on outside state, or refuse it, or run as Python.
+
+A staged loop body runs its Python once while tracing, and a staged `if` runs
+both branches': an effect reached through a helper, on a container of any
+kind, or through a second name for a list must come out as Python has it (the
+result of plain ``jax.jit``, or of Python where ``jax.jit`` cannot run the
+program), or be refused with the user's line.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from tests.helpers import primitives
+
+LOG: list = []
+
+
+def _note():
+    LOG.append(1)
+
+
+class Tally:
+    total = 0
+
+    def __init__(self):
+        self.seen = []
+
+    def see(self, v):
+        self.seen.append(v)
+
+
+TALLY = Tally()
+
+
+def _count_class():
+    Tally.total += 1
+
+
+def _reset():
+    LOG.clear()
+    TALLY.seen.clear()
+    Tally.total = 0
+
+
+def _converted_and_jit(fn, *args):
+    """``jax.jit(convert(fn))(*args)`` and ``jax.jit(fn)(*args)``, outside state reset
+    before each."""
+    _reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = jax.jit(autograph.convert(fn))(*args)
+    _reset()
+    want = jax.jit(fn)(*args)
+    return got, want
+
+
+# -- effects reached through helpers ---------------------------------------------------
+
+def helper_in_a_long_loop(x):
+    for i in range(20):  # staged (more than 16 steps) unless the helper's effect is seen
+        _note()
+        x = x + 1.0
+    return x, len(LOG)
+
+
+def method_in_a_long_loop(x):
+    for i in range(20):
+        TALLY.see(i)
+        x = x + 1.0
+    return x, len(TALLY.seen)
+
+
+def class_attribute_in_a_long_loop(x):
+    for i in range(20):
+        _count_class()
+        x = x + 1.0
+    return x, Tally.total
+
+
+@pytest.mark.parametrize("fn", [helper_in_a_long_loop, method_in_a_long_loop,
+                                class_attribute_in_a_long_loop])
+def test_effects_of_helpers_in_a_long_loop_happen_once_per_iteration(fn):
+    got, want = _converted_and_jit(fn, jnp.float32(1.0))
+    assert int(want[1]) == 20
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+def helper_in_a_traced_while(x):
+    while x < 20.0:
+        _note()
+        x = x + 1.0
+    return x
+
+
+def helper_on_both_branches(x):
+    if x > 0:
+        _note()
+        y = x
+    else:
+        _note()
+        y = -x
+    return y
+
+
+@pytest.mark.parametrize("fn, error", [(helper_in_a_traced_while, autograph.LoopStateError),
+                                       (helper_on_both_branches, autograph.BranchError)])
+def test_effects_of_helpers_a_staged_block_cannot_repeat_are_refused_and_undone(fn, error):
+    _reset()
+    assert float(autograph.convert(fn)(1.0)) == fn(1.0)  # Python values: Python runs it
+    _reset()
+    with pytest.raises(error, match="cannot change what lies outside") as info:
+        jax.jit(autograph.convert(fn))(jnp.float32(1.0))
+    assert "a `list` it reads, `LOG`" in str(info.value)
+    assert "test_outer_state.py:" in str(info.value)
+    assert LOG == []  # undone
+
+
+# -- containers of every kind ----------------------------------------------------------
+
+DEQUE: collections.deque = collections.deque()
+SEEN: set = set()
+COUNTS: collections.Counter = collections.Counter()
+GROUPS: collections.defaultdict = collections.defaultdict(int)
+ORDER: collections.OrderedDict = collections.OrderedDict(a=1, b=2)
+RAW = bytearray()
+NP_BUF = np.zeros(2)
+DOUBLES = array.array("d", [0.0])
+
+
+def _clear_containers():
+    DEQUE.clear()
+    SEEN.clear()
+    COUNTS.clear()
+    GROUPS.clear()
+    ORDER.clear()
+    ORDER.update(a=1, b=2)
+    RAW.clear()
+    NP_BUF[:] = 0.0
+    DOUBLES[0] = 0.0
+
+
+def _containers_now():
+    return (list(DEQUE), set(SEEN), dict(COUNTS), dict(GROUPS), list(ORDER), bytes(RAW),
+            NP_BUF.tolist(), DOUBLES.tolist())
+
+
+def deque_appended(x):
+    DEQUE.append(1)
+    return len(DEQUE)
+
+
+def set_added(x):
+    SEEN.add(len(SEEN))
+    return len(SEEN)
+
+
+def counter_counted(x):
+    COUNTS["k"] += 1
+    return COUNTS["k"]
+
+
+def defaultdict_grouped(x):
+    GROUPS["k"] += 1
+    return GROUPS["k"]
+
+
+def ordereddict_moved(x):
+    ORDER.move_to_end("a")
+    return 1 if next(iter(ORDER)) == "a" else 0
+
+
+def bytearray_extended(x):
+    RAW.append(1)
+    return len(RAW)
+
+
+def ndarray_updated(x):
+    NP_BUF[0] += 1
+    return NP_BUF[0]
+
+
+def array_updated(x):
+    DOUBLES[0] += 1
+    return DOUBLES[0]
+
+
+CONTAINER_EFFECTS = [deque_appended, set_added, counter_counted, defaultdict_grouped,
+                     ordereddict_moved, bytearray_extended, ndarray_updated, array_updated]
+
+
+def _in_a_long_loop(effect):
+    def looped(x):
+        n = 0
+        for i in range(20):
+            n = effect(x)
+            x = x + 1.0
+        return x, n
+    return looped
+
+
+def _in_a_branch(effect):
+    def branched(x):
+        if x > 0:
+            effect(x)
+            y = x
+        else:
+            y = -x
+        return y
+    return branched
+
+
+@pytest.mark.parametrize("effect", CONTAINER_EFFECTS)
+def test_every_kind_of_container_a_long_loop_updates_is_updated_once_per_iteration(effect):
+    fn = _in_a_long_loop(effect)
+    _clear_containers()
+    want = jax.jit(fn)(jnp.float32(1.0))
+    want_state = _containers_now()
+    _clear_containers()
+    with pytest.warns(UserWarning, match="runs unrolled"):
+        got = jax.jit(autograph.convert(fn))(jnp.float32(1.0))
+    assert _containers_now() == want_state
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+@pytest.mark.parametrize("effect", CONTAINER_EFFECTS)
+def test_every_kind_of_container_a_branch_updates_is_refused_and_undone(effect):
+    fn = _in_a_branch(effect)
+    _clear_containers()
+    before = _containers_now()
+    with pytest.raises(autograph.BranchError, match="cannot change what lies outside"):
+        jax.jit(autograph.convert(fn))(jnp.float32(1.0))
+    assert _containers_now() == before
+
+
+# -- aliases and nested containers ------------------------------------------------------
+
+def nested_in_a_long_loop(x):
+    a = [x]
+    b = [a]
+    for i in range(20):
+        b[0][0] = b[0][0] + 1.0
+    return a[0]
+
+
+def two_names_in_a_long_loop(x):
+    a = [x]
+    b = a
+    for i in range(20):
+        a[0] = a[0] + 1.0
+        b[0] = b[0] * 1.5
+    return a[0] + b[0]
+
+
+def two_names_in_a_dict(x):
+    state = {"k": x}
+    view = {"state": state}
+    alias = state
+    for i in range(20):
+        view["state"]["k"] = view["state"]["k"] * 0.5 + 1.0
+        alias["k"] = alias["k"] + 0.25
+    return state["k"]
+
+
+def swapped_each_step(x):
+    a = [x]
+    b = [x * 0.0]
+    for i in range(20):
+        a, b = b, a
+        a[0] = a[0] + 1.0
+    return a[0] * 10.0 + b[0]
+
+
+def keeps_key_order(x):
+    d = {"z": x, "a": x}
+    for i in range(20):
+        d["z"] = d["z"] + 1.0
+    return d["z"] + d["a"] * 100.0 + (1000.0 if list(d) == ["z", "a"] else 0.0)
+
+
+@pytest.mark.parametrize("fn", [nested_in_a_long_loop, two_names_in_a_long_loop,
+                                two_names_in_a_dict, swapped_each_step, keeps_key_order])
+def test_aliases_and_nested_lists_a_scan_updates_see_its_updates(fn):
+    want = jax.jit(fn)(jnp.float32(1.0))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*unrolled")  # still one scan
+        jaxpr = jax.make_jaxpr(autograph.convert(fn))(jnp.float32(1.0))
+    assert "scan" in primitives(jaxpr)
+    np.testing.assert_allclose(jax.jit(autograph.convert(fn))(jnp.float32(1.0)), want,
+                               rtol=1e-6)
+
+
+def read_through_a_closure(x):
+    a = [x]
+    b = a
+    for i in range(20):
+        b[0] = b[0] + a[0]  # `a` is read from the enclosing function, `b` carried
+    return a[0]
+
+
+def unshared_in_the_body(x):
+    a = [x]
+    b = a
+    for i in range(20):
+        b = [b[0] + 1.0]  # no longer the same list as `a`
+        a[0] = a[0] + 2.0
+    return a[0] + b[0]
+
+
+@pytest.mark.parametrize("fn", [read_through_a_closure, unshared_in_the_body])
+def test_aliases_a_scan_cannot_carry_run_as_python(fn):
+    want = jax.jit(fn)(jnp.float32(1.0))
+    with pytest.warns(UserWarning, match="runs unrolled"):
+        got = jax.jit(autograph.convert(fn))(jnp.float32(1.0))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def two_names_in_a_traced_while(x, n):
+    a = [x]
+    b = a
+    i = 0
+    while i < n:
+        a[0] = a[0] + 1.0
+        b[0] = b[0] * 2.0
+        i += 1
+    return a[0] + b[0]
+
+
+def unshared_in_a_traced_while(x, n):
+    a = [x]
+    b = a
+    while b[0] < n:
+        b = [b[0] + 1.0]
+        a[0] = a[0] + 2.0
+    return a[0] + b[0]
+
+
+def test_two_names_for_one_list_in_a_traced_while():
+    got = jax.jit(autograph.convert(two_names_in_a_traced_while))(1.0, jnp.int32(3))
+    assert float(got) == two_names_in_a_traced_while(1.0, 3) == 44.0
+    with pytest.raises(autograph.LoopStateError, match="must stay shared") as info:
+        jax.jit(autograph.convert(unshared_in_a_traced_while))(1.0, jnp.float32(5.0))
+    assert "`b` and `a` are one object before the loop" in str(info.value)
+
+
+def alias_updated_in_a_branch(x):
+    a = [x]
+    b = a
+    if x > 0:
+        a[0] += 1.0
+    return b[0]
+
+
+def nested_updated_in_a_branch(x):
+    a = [x]
+    b = [a]
+    if x > 0:
+        b[0][0] = b[0][0] + 1.0
+    return a[0]
+
+
+def two_names_updated_in_a_branch(x):
+    a = [x]
+    b = a
+    if x > 0:
+        a[0] = a[0] + 1.0
+        b[0] = b[0] * 2.0
+    return a[0] + b[0]
+
+
+def _fill(items, x):
+    if x > 0:
+        items[0] = items[0] + 1.0
+    else:
+        items[1] = items[1] - 1.0
+
+
+def helper_fills_its_argument(x):
+    items = [x, x]
+    _fill(items, x)
+    return items[0] * 10.0 + items[1]
+
+
+def updated_where_the_other_branch_raises(x):
+    d = {"k": x}
+    alias = d
+    if x > 0:
+        d["k"] = x + 1.0
+    else:
+        raise ValueError("negative")
+    return alias["k"] * 10.0 + d["k"]
+
+
+@pytest.mark.parametrize("fn", [alias_updated_in_a_branch, nested_updated_in_a_branch,
+                                two_names_updated_in_a_branch, helper_fills_its_argument])
+@pytest.mark.parametrize("x", [2.0, -3.0])
+def test_lists_a_traced_if_updates_in_place_are_seen_through_every_name(fn, x):
+    # plain `jax.jit` cannot run a traced `if`: the meaning is Python's
+    assert float(jax.jit(autograph.convert(fn))(jnp.float32(x))) == fn(x)
+
+
+def test_lists_updated_where_the_other_branch_raises_are_seen_through_every_name():
+    got = jax.jit(autograph.convert(updated_where_the_other_branch_raises))(jnp.float32(2.0))
+    assert float(got) == updated_where_the_other_branch_raises(2.0) == 33.0
+
+
+def _append_if_positive(items, x):
+    if x > 0:
+        items.append(x)
+
+
+def appends_to_its_argument(x):
+    items = [x]
+    _append_if_positive(items, x)
+    return len(items)
+
+
+def test_a_list_one_branch_grows_in_place_is_refused():
+    assert autograph.convert(appends_to_its_argument)(2.0) == 2
+    with pytest.raises(autograph.BranchError, match="same structure") as info:
+        jax.jit(autograph.convert(appends_to_its_argument))(jnp.float32(2.0))
+    assert "`items` is a list of 2 on the true branch" in str(info.value)
+
+
+# -- what a staging attempt changed is undone before Python runs the loop ---------------
+
+def carried_list_and_a_helper_effect(x):
+    acc = [x]
+    for i in range(20):
+        acc[0] = acc[0] + 1.0
+        _note()
+    return acc[0], len(LOG)
+
+
+def test_a_loop_run_as_python_after_staging_starts_from_its_own_lists_as_they_were():
+    got, want = _converted_and_jit(carried_list_and_a_helper_effect, jnp.float32(1.0))
+    assert float(want[0]) == 21.0
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+# -- NumPy arrays a loop carries ----------------------------------------------------------
+
+def numpy_array_updated_in_place(x):
+    buf = np.zeros(2)
+    view = buf
+    for i in range(20):
+        buf[0] += 1
+        x = x + 1.0
+    return view[0] + x
+
+
+def numpy_array_rebound(x):
+    acc = np.zeros(3, np.float32)
+    for i in range(20):
+        acc = acc + x
+    return acc
+
+
+def test_a_numpy_array_updated_in_place_by_a_long_loop_runs_as_python():
+    want = jax.jit(numpy_array_updated_in_place)(jnp.float32(1.0))
+    with pytest.warns(UserWarning, match="NumPy array `buf`"):
+        got = jax.jit(autograph.convert(numpy_array_updated_in_place))(jnp.float32(1.0))
+    assert float(got) == float(want) == 41.0
+    # a NumPy array the body rebinds is carried like any array: still one scan
+    jaxpr = jax.make_jaxpr(autograph.convert(numpy_array_rebound))(jnp.float32(1.0))
+    assert "scan" in primitives(jaxpr)
