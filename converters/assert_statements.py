@@ -1,9 +1,13 @@
 """Lowers `assert` to ``ag__.assert_``, a check that also works on traced values.
 
-    assert x > 0, "x must be positive"   ->   ag__.assert_(x > 0, lambda: 'x must be positive')
+    assert x > 0, "x must be positive"  ->  ag__.assert_(x > 0, lambda: 'x must be positive')
+    assert x > 0, "bad %s" % x          ->  ag__.assert_(x > 0,
+                                                         lambda: ag__.percent_format('bad %s', x))
 
 On a Python value it is Python's `assert`. On a traced value it becomes a
-run-time check that raises with the message when the condition is false.
+run-time check that raises with the message when the condition is false;
+the formatting in the message is done then, with the values of that run
+(see ``print_calls``).
 """
 
 from __future__ import annotations
@@ -13,27 +17,27 @@ import gast
 from autograph import templates
 from autograph.analysis import Analysis
 from autograph.context import Context
-from autograph.transformer import Converter
+from autograph.scopes import LocalNamesTransformer
 
-from .print_calls import deferred_fstring
+from .print_calls import deferred_text
 
 NODES = (gast.Assert,)  # the pass is skipped when the tree has none
-REQUIRES = ()
+REQUIRES = (Analysis.SCOPES,)  # `str`, `repr`, `format`: the built-ins, unless rebound
 KEEPS = (Analysis.SCOPES,)  # an `assert` becomes a call: no name is bound or rebound
 
 _ASSERT = templates.Template("ag__.assert_(TEST, lambda: MSG)")
 _ASSERT_NO_MSG = templates.Template("ag__.assert_(TEST)")
 
 
-class _Transformer(Converter):
+class _Transformer(LocalNamesTransformer):
 
     def visit_Assert(self, node: gast.Assert):
-        if isinstance(node.msg, gast.JoinedStr):  # formatted when the check fails
-            node.msg = deferred_fstring(node.msg)
         if node.msg is None:
             call = _ASSERT_NO_MSG.substitute_expr(node, TEST=node.test)
         else:
-            call = _ASSERT.substitute_expr(node, TEST=node.test, MSG=node.msg)
+            # formatted when the check fails
+            msg = deferred_text(node.msg, self.locals)
+            call = _ASSERT.substitute_expr(node, TEST=node.test, MSG=msg)
         return gast.copy_location(gast.Expr(value=call), node)
 
 

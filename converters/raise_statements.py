@@ -7,9 +7,9 @@ and records that the user raised it. Inside a staged branch, such an
 exception is deferred: it is raised when the program takes that branch at run
 time, as Python would. Any other exception met while tracing a branch (an
 error of JAX, of a library, of the program's types) propagates at once. A
-bare `raise` (re-raising in an `except`) is left as it is. An f-string
-argument (``raise ValueError(f"bad {x:.2f}")``) becomes ``ag__.fstring(...)``,
-formatted when the branch raises at run time. Inside the body of
+bare `raise` (re-raising in an `except`) is left as it is. The formatting in
+its arguments (``raise ValueError(f"bad {x:.2f}")``, ``"bad {}".format(x)``,
+see ``print_calls``) is done when the branch raises at run time. Inside the body of
 a `try` it becomes ``ag__.raised(E, in_try=True)``: no handler could catch it
 at run time, so a staged branch refuses it while tracing instead.
 """
@@ -21,19 +21,19 @@ import gast
 from autograph import templates
 from autograph.analysis import Analysis
 from autograph.context import Context
-from autograph.transformer import Converter
+from autograph.scopes import LocalNamesTransformer
 
-from .print_calls import deferred_fstring
+from .print_calls import deferred_text
 
 NODES = (gast.Raise,)  # the pass is skipped when the tree has none
-REQUIRES = ()
+REQUIRES = (Analysis.SCOPES,)  # `str`, `repr`, `format`: the built-ins, unless rebound
 KEEPS = (Analysis.SCOPES,)  # wraps the raised expression: no name is bound or rebound
 
 _RAISED = templates.Template("ag__.raised(EXC)")
 _RAISED_IN_TRY = templates.Template("ag__.raised(EXC, in_try=True)")
 
 
-class _Transformer(Converter):
+class _Transformer(LocalNamesTransformer):
     def __init__(self, ctx: Context):
         super().__init__(ctx)
         self.try_depth = 0
@@ -41,10 +41,9 @@ class _Transformer(Converter):
     def visit_FunctionDef(self, node):
         depth, self.try_depth = self.try_depth, 0  # a nested function's own `try`s
         try:
-            self.generic_visit(node)
+            return super().visit_FunctionDef(node)
         finally:
             self.try_depth = depth
-        return node
 
     def visit_Try(self, node: gast.Try):
         # a `raise` in the body may be caught by this `try`'s own handlers
@@ -59,8 +58,7 @@ class _Transformer(Converter):
 
     def visit_Raise(self, node: gast.Raise):
         if isinstance(node.exc, gast.Call):  # `raise E(f"...")`: formatted when raised
-            node.exc.args = [deferred_fstring(a) if isinstance(a, gast.JoinedStr) else a
-                             for a in node.exc.args]
+            node.exc.args = [deferred_text(a, self.locals) for a in node.exc.args]
         if node.exc is not None:
             template = _RAISED_IN_TRY if self.try_depth else _RAISED
             node.exc = template.substitute_expr(node.exc, EXC=node.exc)

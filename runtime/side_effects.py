@@ -13,53 +13,13 @@ import numpy as np
 
 from autograph import errors
 
-from . import run_time_errors
+from . import run_time_errors, strings
+from .strings import FString
 from .values import Tracer, branch_guard, is_staging, is_traced
 
 
 def _has_tracer(values) -> bool:
     return any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(values))
-
-
-class FString:
-    """An f-string whose fields hold traced values: formatted when the program runs.
-
-    A pytree whose leaves are the fields' arrays, so ``print_`` sends them to
-    the host with the other traced arguments.
-    """
-
-    def __init__(self, fmt, fields):
-        self.fmt, self.fields = fmt, tuple(fields)
-
-    def format(self, fields) -> str:
-        return self.fmt(*fields)
-
-    def __str__(self) -> str:  # formatted while tracing: what plain `jax.jit` shows
-        return self.fmt(*self.fields)
-
-
-jax.tree_util.register_pytree_node(
-    FString, lambda s: (s.fields, s.fmt), lambda fmt, fields: FString(fmt, fields))
-
-
-def fstring(fmt: Callable[..., str], *fields: Any) -> str | FString:
-    """``fmt(*fields)``, an f-string: at once, or at run time when a field is traced.
-
-    The semantics are given by this Python implementation::
-
-        return fmt(*fields)
-
-    Args:
-      fmt: formats the f-string from the values of its fields.
-      *fields: the values of the f-string's ``{...}`` fields.
-
-    Returns:
-      The formatted string, or, when a field is traced, an ``FString`` that
-      ``print_``, ``assert_`` and staged ``raise`` format when the program runs.
-    """
-    if not _has_tracer(fields):
-        return fmt(*fields)
-    return FString(fmt, fields)
 
 
 def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
@@ -91,22 +51,21 @@ def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
 
 def _print_at_run_time(values, **print_kwargs):
     # Only traced leaves cross to the host; Python values stay as they are.
-    flat = [jax.tree_util.tree_flatten(v) for v in values]
-    traced = [[leaf for leaf in leaves if isinstance(leaf, Tracer)] for leaves, _ in flat]
+    parts = [strings.split(v) for v in values]
 
     def show(*arrays):
         it = iter(arrays)
-        rebuilt = []
-        for (leaves, treedef), value in zip(flat, values):
+        shown = []
+        for value, (traced, rebuild) in zip(values, parts):
+            concrete = [next(it) for _ in traced]
             if isinstance(value, Tracer):
-                rebuilt.append(next(it))  # printed with str(): same text as a jax.Array
-                continue
-            new = [jnp.asarray(next(it)) if isinstance(leaf, Tracer) else leaf for leaf in leaves]
-            value = jax.tree_util.tree_unflatten(treedef, new)
-            rebuilt.append(value.format(value.fields) if isinstance(value, FString) else value)
-        builtins.print(*rebuilt, **print_kwargs)
+                shown.append(concrete[0])  # printed with str(): same text as a jax.Array
+            else:  # inside containers repr() shows them: as the jax.Arrays they are
+                shown.append(rebuild([jnp.asarray(a) for a in concrete]))
+        builtins.print(*shown, **print_kwargs)
 
-    jax.debug.callback(show, *[t for group in traced for t in group], ordered=True)
+    traced = [t for group, _ in parts for t in group]
+    jax.debug.callback(show, *traced, ordered=True)
 
 
 def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
@@ -121,7 +80,7 @@ def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
 def _fail_if_false(ok, taken, message, *fields):
     if np.any(np.logical_and(taken, np.logical_not(ok))):
         if isinstance(message, FString):
-            message = message.format([jnp.asarray(f) for f in fields])
+            message = message.render(fields)
         run_time_errors.fail(AssertionError(message))
 
 
@@ -133,9 +92,10 @@ def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
         if not test:
             raise AssertionError(message_thunk())
 
-    When ``test`` is traced the message is formatted while tracing and the
-    check runs with the program: a false condition stops it with an error
-    whose text contains ``AssertionError`` and the message.
+    When ``test`` is traced the check runs with the program: a false
+    condition stops it with an error whose text contains ``AssertionError``
+    and the message. What the message formats from traced values (an
+    ``FString``) is formatted then, from the values of that run.
 
     Args:
       test: the asserted condition, a Python value or a traced scalar.

@@ -365,6 +365,19 @@ def test_f_string_in_print(capsys):
     assert capsys.readouterr().out == want == "x=2.00|  a\n"
 
 
+def formatting_in_print(x, n):
+    print("x={:.2f}|{!r:>4}".format(x, "a"), "%d: %.3f" % (n, x), "<" + str(x) + ">", repr(n))
+    return x
+
+
+def test_formatting_in_print(capsys):
+    formatting_in_print(jnp.float32(2.0), jnp.int32(3))
+    want = capsys.readouterr().out
+    jax.jit(autograph.convert(formatting_in_print))(2.0, 3)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == want == "x=2.00| 'a' 3: 2.000 <2.0> Array(3, dtype=int32)\n"
+
+
 # ===========================================================================
 # Expressions: subscripts and attributes
 

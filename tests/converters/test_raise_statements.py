@@ -35,6 +35,17 @@ from tests.helpers import assert_golden
                 raise
             raise ag__.raised(KeyError) from None
     """, id="bare raise stays; from keeps its cause"),
+    pytest.param("""
+        def f(x):
+            if x < 0:
+                raise ValueError("bad {:.2f}".format(x), "%d" % x, str(x), f"{x}")
+            return x
+    """, """
+        def f(x):
+            if x < 0:
+                raise ag__.raised(ValueError(ag__.str_format('bad {:.2f}', x), ag__.percent_format('%d', x), ag__.str_(x), ag__.fstring(lambda v0: f'{v0}', x)))
+            return x
+    """, id="the formatting in its arguments waits for run time"),
 ])
 def test_golden(src, expected):
     assert_golden(src, expected, passes=(raise_statements,))
