@@ -13,10 +13,11 @@ from jax import lax
 
 from autograph import errors
 
-from . import key_order, objects, run_time_errors
+from . import in_place, objects, run_time_errors
 from . import state as st
 from .conditions import condition
 from .jaxprs import make_jaxpr
+from .outside import OuterState
 from .side_effects import FString, Raised, user_raised
 from .values import (
     MaybeUndefined,
@@ -89,13 +90,33 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
             c, lifted.wrap(true_fn, n_out=n), lifted.wrap(false_fn, n_out=n),
             lifted.tokens(init) + (lifted.state,), names + (objects.OBJECTS,), tuple(exits),
             tuple(returns)))
-    outside = st.OuterState((true_fn, false_fn), init, names)
-    out = _staged(c, true_fn, false_fn, init, names, tuple(exits), tuple(returns))
+    outside = OuterState((true_fn, false_fn), init, names)
+    out = _staged_updating(c, true_fn, false_fn, init, names, tuple(exits), tuple(returns))
     _refuse_outside_changes(outside)
     return out
 
 
-def _refuse_outside_changes(outside: st.OuterState) -> None:
+def _staged_updating(pred, true_fn, false_fn, init, names, exits, returns):
+    """``_staged``, with the lists and dicts the branches are given but do not return
+    written back where a branch updates them in place (see ``in_place.BranchInputs``)."""
+    inputs = in_place.BranchInputs(init, len(names), true_fn)
+    if not inputs.positions:
+        return _staged(pred, true_fn, false_fn, init, names, exits, returns)
+    for forced in (False, True):
+        order = inputs.start(forced)
+        try:
+            out = _staged(pred, inputs.wrap(true_fn), inputs.wrap(false_fn), order,
+                          names + inputs.labels_handed(), exits, returns)
+        except Exception:
+            if forced or inputs.agree():
+                raise
+            continue  # one branch changed what the other did not: both hand it back
+        if forced or inputs.agree():
+            return inputs.finish(out)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _refuse_outside_changes(outside: OuterState) -> None:
     """Both branches ran their Python while tracing: what they changed outside the
     `if` (a global object's attribute, a list, a closure's cell) changed whatever
     the condition, where Python changes it only on the branch it takes."""
@@ -132,33 +153,23 @@ def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], A
     c = condition(pred, "a conditional expression")
     if not is_traced(c):
         return true_thunk() if c else false_thunk()
-    outside = st.OuterState((true_thunk, false_thunk))
+    outside = OuterState((true_thunk, false_thunk))
     (out,) = _staged(c, lambda: (true_thunk(),), lambda: (false_thunk(),), (),
                      ("the value of the conditional expression",))
     _refuse_outside_changes(outside)
     return out
 
 
-def _fresh(init):
-    # Each branch gets its own lists and dicts, so that `ys.append(y)` on one
-    # branch is not seen by the other (both are traced, one after the other).
-    return tuple(key_order.tree_map(lambda x: x, _plain(v), is_leaf=st.is_undefined)
-                 if isinstance(v, (list, dict)) else v for v in init)
-
-
-def _plain(v):
-    # a list subclass (such as a staged loop's tracked list) is a pytree leaf
-    return list(list.__iter__(v)) if isinstance(v, list) and type(v) is not list else v
-
-
 def _run(fn, init, n, kept: set | None = None):
-    """Runs a branch on its own copies of the lists and dicts in ``init``; ``kept``
-    (if given) gets the positions of those it hands back as the very copies."""
-    fresh = _fresh(init)
+    """Runs a branch on its own copies of the lists and dicts in ``init`` (so that
+    `ys.append(y)` on one branch is not seen by the other: both are traced, one
+    after the other); ``kept`` (if given) gets ``(path out, path in)`` of those it
+    hands back as the very copies (see ``in_place.kept_paths``)."""
+    fresh = in_place.fresh_copies(init)
+    origin = in_place.nodes(fresh)
     out = tuple(fn(*fresh)) if fn is not None else fresh[:n]
     if kept is not None:
-        kept.update(j for j, (v, o) in enumerate(zip(fresh, out))
-                    if o is v and type(init[j]) in (list, dict))
+        kept.update(in_place.kept_paths(origin, out))
     if len(out) != n:  # pragma: no cover - generated code always matches
         raise AssertionError(f"branch returned {len(out)} values for {n} names")
     # a variable a loop assigns first comes in with its "defined" flag: a branch
@@ -244,7 +255,7 @@ class _Branch:
         # how it computes its arrays, to replay without its Python
         self.jaxpr: jax_core.ClosedJaxpr | None = None
         self.raised: Exception | None = None  # a user exception (a `raise`) met tracing it
-        self.kept: set[int] = set()  # lists and dicts it updates in place (see `_run`)
+        self.kept: set[tuple] = set()  # lists and dicts it updates in place (see `_run`)
 
     def taken(self, pred):
         """Where this branch runs: ``pred``, or its negation for the false branch."""
@@ -306,7 +317,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             arrays = _select(pred, jaxprs, run_true, run_false)
             if arrays is None:
                 arrays = lax.cond(pred, run_true, run_false)
-        return st.write_back(init, _rebuild_like(
+        return in_place.write_back(init, _rebuild_like(
             true.record, _strong_where_either(arrays, sig_t, sig_f)), true.kept & false.kept)
     spec = _merge(t_rec, f_rec, names, exits, returns)
     # A variable one branch leaves unassigned after a jump (`break`) may still be
@@ -338,7 +349,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
         if isinstance(value, MaybeUndefined):  # assigned only where its own flag says
             value, flag = value.value, jnp.logical_and(flag, value.defined)
         out[j] = MaybeUndefined(vt if is_undefined(vt) else vf, value, flag)
-    return st.write_back(init, tuple(out), true.kept & false.kept)
+    return in_place.write_back(init, tuple(out), true.kept & false.kept)
 
 
 def _flagged_outputs(t_values, f_values) -> tuple:
@@ -447,7 +458,8 @@ def _staged_with_raise(pred, raising: _Branch, other: _Branch, init, names):
     branches = (failing, working) if raising.is_true else (working, failing)
     with staging():
         arrays = lax.cond(pred, *branches)
-    return _rebuild(spec, arrays)
+    # where the program goes on, the other branch ran: what it updated in place
+    return in_place.write_back(init, _rebuild(spec, arrays), other.kept)
 
 
 def _rebuild_like(rec, arrays):
