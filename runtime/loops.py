@@ -42,7 +42,7 @@ from jax import lax
 
 from autograph import errors
 
-from . import intervals, key_order, objects, transforms
+from . import intervals, key_order, objects, run_time_errors, transforms
 from .bounded import counted_loop
 from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
 from .conditionals import if_stmt
@@ -58,11 +58,13 @@ from .values import (
     UndefinedReturn,
     closure_values,
     flag_assigned,
+    guard_when_asked,
     is_array,
     is_python_number,
     is_traced,
     is_undefined,
     staging,
+    taken_when,
 )
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
@@ -319,7 +321,9 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
 
     def body_arrays(arrays):
         values = carry.unflatten(arrays)
-        out = flag_assigned(values, tuple(body(*values)))
+        # under `jax.vmap`, what the body prints or checks holds where it still loops
+        with taken_when(guard_when_asked(lambda: cond_arrays(arrays), (test,))):
+            out = flag_assigned(values, tuple(body(*values)))
         for n, v in zip(names, out):
             if n in lengths and isinstance(v, list) and len(v) > lengths[n]:
                 raise errors.LoopStateError(
@@ -465,6 +469,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 if seq.n - k > UNROLL_LIMIT or (isinstance(e, errors.AutographError) and not
                                                 isinstance(e, _INDEX_MAY_CAUSE)):
                     raise
+                if run_time_errors.raised_as_it_ran(e):
+                    raise  # run eagerly (`jax.vmap` without `jit`), it failed with its effects done
                 if isinstance(e, Int32OverflowError) and extra_test is not None:
                     # unrolled, each step after a traced exit test is a staged branch,
                     # which carries the integer as int32 all the same
@@ -779,7 +785,8 @@ def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
     def body(arrays, k):
         x = None if xs is None else jax.tree_util.tree_map(
             lambda a: lax.dynamic_index_in_dim(a, k, keepdims=False), xs)
-        new, grown = one(arrays, k + k0, x)
+        with taken_when(guard_when_asked(lambda: test(arrays), (extra_test,))):  # see above
+            new, grown = one(arrays, k + k0, x)
         if any(grown):
             name = names[next(i for i, g in zip(lists, grown) if g)]
             raise errors.LoopStateError(

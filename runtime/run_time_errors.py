@@ -36,18 +36,35 @@ def fail(error: BaseException):
     raise error
 
 
-def original(error: BaseException) -> BaseException | None:
-    """The exception :func:`fail` raised that ``error`` (a ``JaxRuntimeError``) reports."""
+def _find(error: BaseException) -> int | None:
+    """Where in ``_RECENT`` the exception ``error`` (a ``JaxRuntimeError``) reports is."""
     if not isinstance(error, jax.errors.JaxRuntimeError):
         return None
     text = str(error)
-    with _LOCK:
-        for i in range(len(_RECENT) - 1, -1, -1):
-            candidate = _RECENT[i]
-            if f"{type(candidate).__name__}: {candidate}".splitlines()[0] in text:
-                del _RECENT[i]
-                return candidate
+    for i in range(len(_RECENT) - 1, -1, -1):
+        candidate = _RECENT[i]
+        if f"{type(candidate).__name__}: {candidate}".splitlines()[0] in text:
+            return i
     return None
+
+
+def original(error: BaseException) -> BaseException | None:
+    """The exception :func:`fail` raised that ``error`` (a ``JaxRuntimeError``) reports."""
+    with _LOCK:
+        i = _find(error)
+        return None if i is None else _RECENT.pop(i)
+
+
+def raised_as_it_ran(error: BaseException) -> bool:
+    """Whether ``error`` reports an exception :func:`fail` raised: the program ran,
+    and stopped there, rather than failed to be staged.
+
+    A staged loop run eagerly (under ``jax.vmap`` without ``jax.jit``) runs as
+    it is staged; a failure then is the program's own, with the effects before
+    it already done, and running the loop again another way would repeat them.
+    """
+    with _LOCK:
+        return _find(error) is not None
 
 
 def reraise(error: BaseException) -> None:

@@ -34,7 +34,8 @@ def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
     ``file``, each traced value shown as its concrete array. Prints are ordered
     with each other (``jax.debug.callback(..., ordered=True)``). Inside a staged
     branch or loop body even Python values print when the program runs, once
-    per step.
+    per step. Under ``jax.vmap`` each element prints what its own run prints:
+    nothing from a branch it does not take or a loop it has left.
 
     Args:
       *values: what to print.
@@ -50,10 +51,19 @@ def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
 
 
 def _print_at_run_time(values, **print_kwargs):
-    # Only traced leaves cross to the host; Python values stay as they are.
+    # Only traced leaves cross to the host; Python values stay as they are. Under
+    # `jax.vmap` the callback runs once per element, in order: an element for
+    # which the enclosing staged branch is not taken (or whose loop has
+    # finished) prints nothing, as its own Python run would not.
     parts = [strings.split(v) for v in values]
+    taken = branch_guard()
+    guarded = is_traced(taken)
 
     def show(*arrays):
+        if guarded:
+            if not np.any(arrays[0]):
+                return
+            arrays = arrays[1:]
         it = iter(arrays)
         shown = []
         for value, (traced, rebuild) in zip(values, parts):
@@ -65,7 +75,7 @@ def _print_at_run_time(values, **print_kwargs):
         builtins.print(*shown, **print_kwargs)
 
     traced = [t for group, _ in parts for t in group]
-    jax.debug.callback(show, *traced, ordered=True)
+    jax.debug.callback(show, *([taken] if guarded else []), *traced, ordered=True)
 
 
 def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
@@ -95,7 +105,9 @@ def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
     When ``test`` is traced the check runs with the program: a false
     condition stops it with an error whose text contains ``AssertionError``
     and the message. What the message formats from traced values (an
-    ``FString``) is formatted then, from the values of that run.
+    ``FString``) is formatted then, from the values of that run. Under
+    ``jax.vmap`` only an element for which the enclosing staged branches and
+    loops run fails.
 
     Args:
       test: the asserted condition, a Python value or a traced scalar.

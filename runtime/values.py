@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import types
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import jax
@@ -110,9 +111,12 @@ def taken_when(guard):
     """Marks the tracing of a staged branch that runs where ``guard`` (traced) holds.
 
     Under ``jax.vmap`` a ``lax.cond`` on a batched condition runs both branches
-    for every element, so a check made inside a branch (a `raise`, an
-    `assert`, a read of a variable a loop may have left unassigned) must fail
-    only where its branch is taken: it asks :func:`branch_guard`.
+    for every element, and a ``lax.while_loop`` on a batched test runs its body
+    for every element until the last one finishes, so a check made inside a
+    branch or a body (a `raise`, an `assert`, a read of a variable a loop may
+    have left unassigned) must fail only where it runs, and a `print` print
+    only there: they ask :func:`branch_guard`. ``guard`` may also be a function
+    that computes it when something asks (see :func:`guard_when_asked`).
     """
     guards = _guards()
     guards.append(guard)
@@ -133,10 +137,72 @@ def branch_guard(extra=None):
     """Where the code being traced runs: the conjunction of the enclosing branches'
     guards (and ``extra``) as a traced bool, or ``True`` outside staged branches."""
     import jax.numpy as jnp
+    guards = _guards()
     guard: bool | jax.Array = True
-    for g in _guards() + ([] if extra is None else [extra]):
+    for i, g in enumerate(guards + ([] if extra is None else [extra])):
+        if callable(g):  # computed where the guards outside it hold, as its loop does
+            _STAGING.guards = guards[:i]
+            try:
+                g = g()
+            finally:
+                _STAGING.guards = guards
         guard = g if guard is True else jnp.logical_and(guard, g)
     return guard
+
+
+def guard_when_asked(compute: Callable[[], Any], fns: Sequence[Any]) -> Callable[[], Any]:
+    """A guard for :func:`taken_when` that ``compute()`` makes when asked: a loop
+    body's test, traced again only for a body that prints or checks something.
+
+    ``fns`` are the converted functions ``compute`` runs (the loop's test). A
+    converted test assigns the loop's variables in the cells it shares with the
+    body; they (and those of the functions it wraps) are put back afterwards,
+    so the body being traced keeps its own.
+    """
+    def guard():
+        cells = _cells(fns)
+        saved = []
+        for cell in cells:
+            try:
+                saved.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                saved.append(_EMPTY)
+        try:
+            return compute()
+        finally:
+            for cell, value in zip(cells, saved):
+                if value is _EMPTY:
+                    try:
+                        del cell.cell_contents
+                    except ValueError:
+                        pass
+                else:
+                    cell.cell_contents = value
+    return guard
+
+
+_EMPTY = object()
+
+
+def _cells(fns, depth: int = 3) -> list:
+    """The closure cells of the Python functions ``fns`` and of the functions in them."""
+    cells: list = []
+    seen: set[int] = set()
+    todo = [(fn, 0) for fn in fns]
+    while todo:
+        fn, level = todo.pop()
+        if not isinstance(fn, types.FunctionType) or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        for cell in fn.__closure__ or ():
+            cells.append(cell)
+            try:
+                inner = cell.cell_contents
+            except ValueError:
+                continue
+            if level < depth:
+                todo.append((inner, level + 1))
+    return cells
 
 
 def is_staging() -> bool:

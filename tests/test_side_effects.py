@@ -7,6 +7,7 @@ plain-Python run of the same function on concrete values.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -281,6 +282,119 @@ def test_fstring_assert_message_formatted_at_run_time():
     with pytest.raises(Exception, match="loss too big: 1000.0"):
         jax.block_until_ready(f(500.0))
         jax.effects_barrier()
+
+
+# -- under `jax.vmap`: each element prints what its own run prints -----------------
+
+
+def _per_element(capsys, fn, xs) -> list[list[str]]:
+    """The lines the plain-Python run prints for each element of ``xs``."""
+    lines = []
+    for x in xs:
+        capsys.readouterr()
+        fn(x)
+        lines.append(capsys.readouterr().out.splitlines())
+    return lines
+
+
+def _step_by_step(lines: list[list[str]]) -> list[str]:
+    """Per-element lines of a loop printing once a step, as a batched loop prints them:
+    step by step, in element order, the elements still looping."""
+    return [ls[t] for t in range(max(map(len, lines))) for ls in lines if t < len(ls)]
+
+
+def _vmapped_output(capsys, fn, xs, jit: bool) -> list[str]:
+    f = jax.vmap(autograph.convert(fn))
+    f = jax.jit(f) if jit else f
+    capsys.readouterr()
+    jax.block_until_ready(f(xs))
+    jax.effects_barrier()
+    return capsys.readouterr().out.splitlines()
+
+
+def _signs(x):
+    if x > 0:
+        print("pos {:.1f}".format(x))
+    else:
+        print("neg", x)
+    return x
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["jit", "eager"])
+def test_print_in_a_staged_branch_under_vmap_prints_for_the_elements_taking_it(jit, capsys):
+    xs = jnp.array([1.0, -2.0, 3.0, -4.0])
+    want = [line for lines in _per_element(capsys, _signs, xs) for line in lines]
+    got = _vmapped_output(capsys, _signs, xs, jit)
+    assert len(got) == len(xs)
+    for branch in ("pos", "neg"):  # the branches print one after the other
+        assert [g for g in got if g.startswith(branch)] == [w for w in want
+                                                             if w.startswith(branch)]
+
+
+def _counts_up(x):
+    while x < 10:
+        x = x + 3
+        print("x = %.1f" % x, "%s" % (x > 8))
+    return x
+
+
+def _doubles_until(x):
+    for i in range(30):  # a `break`: staged as a loop that stops when it exits
+        if x > 20:
+            break
+        x = x * 2
+        print("i=%d x=%s" % (i, x))
+    return x
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["jit", "eager"])
+@pytest.mark.parametrize("fn", [_counts_up, _doubles_until])
+def test_print_in_a_staged_loop_under_vmap_prints_for_the_elements_still_looping(
+        fn, jit, capsys):
+    xs = jnp.array([1.0, 8.0, 3.0, 25.0])
+    want = _step_by_step(_per_element(capsys, fn, xs))
+    assert _vmapped_output(capsys, fn, xs, jit) == want
+
+
+def _checked_steps(x):
+    while x < 10:
+        x = x + 3
+        assert x < 12, "too big: %.1f" % x
+    return x
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["jit", "eager"])
+def test_assert_in_a_staged_while_under_vmap_checks_the_elements_still_looping(jit):
+    f = jax.vmap(autograph.convert(_checked_steps))
+    f = jax.jit(f) if jit else f
+    # 8 -> 11 stops; another step, which the batched loop computes, would be 14
+    assert f(jnp.array([1.0, 8.0])).tolist() == [10.0, 11.0]
+    jax.effects_barrier()
+    with pytest.raises(Exception, match="too big: 12.5"):
+        jax.block_until_ready(f(jnp.array([1.0, 9.5])))
+        jax.effects_barrier()
+
+
+def _prints_then_checks(x):
+    for i in range(20):  # staged as one `lax.scan`
+        print("k", i, x)
+        assert x < 2.5, "too big"
+        x = x + 1
+    return x
+
+
+def test_failed_check_in_a_staged_loop_under_eager_vmap_has_its_effects_once(capsys):
+    # Without `jax.jit` the staged loop runs as it is staged; its failure is the
+    # program's own, not a reason to run the loop again unrolled.
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(AssertionError, match="too big"):
+            jax.vmap(autograph.convert(_prints_then_checks))(jnp.array([0.0, 1.0]))
+        jax.effects_barrier()
+    assert not [w for w in caught if "unrolled" in str(w.message)]
+    assert capsys.readouterr().out.splitlines() == [
+        "k 0 0.0", "k 0 1.0", "k 1 1.0", "k 1 2.0", "k 2 2.0", "k 2 3.0"]
 
 
 # -- changes to outside state in a staged `if` ------------------------------------
