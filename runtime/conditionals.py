@@ -160,16 +160,20 @@ def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], A
     return out
 
 
-def _run(fn, init, n, kept: set | None = None):
+def _run(fn, init, n, kept: set | None = None, updated: set | None = None):
     """Runs a branch on its own copies of the lists and dicts in ``init`` (so that
     `ys.append(y)` on one branch is not seen by the other: both are traced, one
     after the other); ``kept`` (if given) gets ``(path out, path in)`` of those it
-    hands back as the very copies (see ``in_place.kept_paths``)."""
+    hands back as the very copies (see ``in_place.kept_paths``), ``updated`` those of
+    them it changed."""
     fresh = in_place.fresh_copies(init)
     origin = in_place.nodes(fresh)
     out = tuple(fn(*fresh)) if fn is not None else fresh[:n]
     if kept is not None:
-        kept.update(in_place.kept_paths(origin, out))
+        pairs = in_place.kept_paths(origin, out)
+        kept.update(pairs)
+        if updated is not None:
+            updated.update(in_place.updated_paths(pairs, init, out))
     if len(out) != n:  # pragma: no cover - generated code always matches
         raise AssertionError(f"branch returned {len(out)} values for {n} names")
     # a variable a loop assigns first comes in with its "defined" flag: a branch
@@ -247,7 +251,7 @@ def _check_objects(snapshot):
 class _Branch:
     """One branch of a staged `if`: its function and what tracing it gave."""
 
-    __slots__ = ("fn", "is_true", "record", "jaxpr", "raised", "kept")
+    __slots__ = ("fn", "is_true", "record", "jaxpr", "raised", "kept", "updated")
 
     def __init__(self, fn, is_true: bool):
         self.fn, self.is_true = fn, is_true
@@ -256,6 +260,7 @@ class _Branch:
         self.jaxpr: jax_core.ClosedJaxpr | None = None
         self.raised: Exception | None = None  # a user exception (a `raise`) met tracing it
         self.kept: set[tuple] = set()  # lists and dicts it updates in place (see `_run`)
+        self.updated: set[tuple] = set()  # those of them it changes
 
     def taken(self, pred):
         """Where this branch runs: ``pred``, or its negation for the false branch."""
@@ -273,7 +278,8 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
     def trace(branch: _Branch):
         def run():
             branch.kept.clear()
-            rec = _Record(_run(branch.fn, init, len(names), branch.kept))
+            branch.updated.clear()
+            rec = _Record(_run(branch.fn, init, len(names), branch.kept, branch.updated))
             _check_objects(snapshot)
             branch.record = rec
             return rec.arrays()
@@ -302,6 +308,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             other = false if branch is true else true
             return _staged_with_raise(pred, branch, other, init, names)
     assert true.record is not None and false.record is not None  # neither raised
+    _refuse_one_sided_update(true, false, names)
     # one branch hands on a variable that may be unassigned, the other assigns it:
     # both hand on a `MaybeUndefined` there
     flagged = _flagged_outputs(true.record.values, false.record.values)
@@ -350,6 +357,25 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             value, flag = value.value, jnp.logical_and(flag, value.defined)
         out[j] = MaybeUndefined(vt if is_undefined(vt) else vf, value, flag)
     return in_place.write_back(init, tuple(out), true.kept & false.kept)
+
+
+def _refuse_one_sided_update(true: _Branch, false: _Branch, names) -> None:
+    """A list or dict one branch updates in place where the other rebinds its name."""
+    hit = in_place.one_sided(true.kept, true.updated, false.kept, false.updated)
+    if hit is None:
+        return
+    (position, *keys), _ = hit
+    name = names[position] + "".join(f"[{k!r}]" for k in keys)
+    updating, other = ("true", "false") if hit in true.updated else ("false", "true")
+    raise errors.BranchError(
+        "a list or dict updated in place on one branch of an array-dependent `if` must not "
+        "be replaced on the other",
+        observed=f"`{name}` is updated in place on the {updating} branch but is another object "
+                 f"after the {other} branch; Python would update the original only where the "
+                 f"{updating} branch runs, and every other name for it would see that",
+        variable=name,
+        fix=f"update `{name}` in place on both branches (`{name}[...] = ...`), or build a new "
+            f"one on both")
 
 
 def _flagged_outputs(t_values, f_values) -> tuple:

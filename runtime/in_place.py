@@ -121,6 +121,27 @@ def kept_paths(origin: dict[int, tuple[Path, Any]], out: Sequence[Any],
     return frozenset(pairs)
 
 
+def updated_paths(kept: Iterable[tuple], before: Sequence[Any], out: Sequence[Any]) -> Pairs:
+    """Those of the ``kept`` pairs whose list or dict (at its path in ``out``) no longer
+    holds what the original (at its path in ``before``) holds: updated in place."""
+    return frozenset((p, q) for p, q in kept if not same_contents(_at(out, p), _at(before, q)))
+
+
+def one_sided(kept_a: Iterable[tuple], updated_a: Iterable[tuple], kept_b: Iterable[tuple],
+              updated_b: Iterable[tuple]) -> tuple | None:
+    """A ``(path out, path in)`` pair that one branch updates in place while the other
+    does not hand back that object there (it rebinds the name), or None.
+
+    Python leaves the original updated after one branch and untouched after the
+    other, and the name bound to it after one branch only: no staged output says
+    both."""
+    for updated, other in ((updated_a, set(kept_b)), (updated_b, set(kept_a))):
+        for pair in sorted(updated, key=repr):
+            if pair not in other:
+                return pair
+    return None
+
+
 def fresh_copies(values: Sequence[Any]) -> tuple:
     """``values`` with each list and dict copied (nested ones too), sharing kept: a
     list two names hold is one copy that both hold. Other values stay themselves."""

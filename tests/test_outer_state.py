@@ -432,6 +432,24 @@ def test_a_list_one_branch_grows_in_place_is_refused():
     assert "`items` is a list of 2 on the true branch" in str(info.value)
 
 
+def updated_on_one_branch_replaced_on_the_other(x):
+    d = {"k": x}
+    alias = d
+    if x > 0:
+        d["k"] = x + 1.0
+    else:
+        d = {"k": -x}
+    return alias["k"] * 10.0 + d["k"]
+
+
+def test_a_dict_updated_on_one_branch_and_replaced_on_the_other_is_refused():
+    assert autograph.convert(updated_on_one_branch_replaced_on_the_other)(2.0) == 33.0
+    with pytest.raises(autograph.BranchError, match="must not be replaced") as info:
+        jax.jit(autograph.convert(updated_on_one_branch_replaced_on_the_other))(jnp.float32(2.0))
+    assert "`d` is updated in place on the true branch" in str(info.value)
+    assert "test_outer_state.py:" in str(info.value)
+
+
 # -- what a staging attempt changed is undone before Python runs the loop ---------------
 
 def carried_list_and_a_helper_effect(x):
