@@ -22,7 +22,7 @@ to show (a counter stepping by one).
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -103,7 +103,7 @@ def _truncated(a: int, b: int) -> int:
 
 
 # Integer operations computed exactly where their inputs are known
-_EXACT = {"div": _truncated, "rem": lambda a, b: a - b * _truncated(a, b),
+_EXACT: dict[str, Callable[..., int]] = {"div": _truncated, "rem": lambda a, b: a - b * _truncated(a, b),
           "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
           "not": lambda a: ~a}
 
