@@ -103,9 +103,10 @@ def _truncated(a: int, b: int) -> int:
 
 
 # Integer operations computed exactly where their inputs are known
-_EXACT: dict[str, Callable[..., int]] = {"div": _truncated, "rem": lambda a, b: a - b * _truncated(a, b),
-          "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
-          "not": lambda a: ~a}
+_EXACT: dict[str, Callable[..., int]] = {
+    "div": _truncated, "rem": lambda a, b: a - b * _truncated(a, b),
+    "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+    "not": lambda a: ~a}
 
 
 def _truth(name: str, ins: list) -> Interval:
