@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import gc
+import os
 import threading
 import types
 import warnings
@@ -59,6 +61,8 @@ class _CodeCache:
 
 
 _CODE_CACHE = _CodeCache()
+# code object -> the error that refused its conversion, and whether a warning said so
+_REFUSED = _CodeCache()
 _USER_FUNCTION: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # convert's wrappers
 _LOCK = threading.RLock()
 
@@ -106,6 +110,9 @@ def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
     entry = _CODE_CACHE.get(code)
     if entry is not None and recursive in entry:
         return entry[recursive]
+    refused = _REFUSED.get(code)
+    if refused is not None:  # the syntax decides, so it is decided once
+        raise refused.error.with_traceback(None)
     # One conversion at a time: the analyses keep per-run state, and a function
     # raced for by several threads must still be converted once.
     with _LOCK:
@@ -118,6 +125,9 @@ def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
         gc.disable()
         try:
             return _compile_locked(fn, code, recursive)
+        except errors.ConversionError as e:
+            _REFUSED.setdefault(code, _Refusal(e))
+            raise
         finally:
             if collecting:
                 gc.enable()
@@ -156,6 +166,55 @@ def _converted_function(fn: types.FunctionType, recursive: bool) -> types.Functi
     return new
 
 
+class _Refusal:
+    """Why a function was not converted, and whether a warning has said so."""
+
+    def __init__(self, error: errors.ConversionError):
+        self.error = error
+        self.warned = False
+
+
+STRICT_ENVIRONMENT_VARIABLE = "AUTOGRAPH_STRICT"
+# the strictness of the converted function now running, for the callees it converts
+_STRICT: contextvars.ContextVar[bool | None] = contextvars.ContextVar("autograph_strict",
+                                                                      default=None)
+
+
+def _strict(strict: bool | None) -> bool:
+    """Whether a function that cannot be converted is an error rather than a warning."""
+    if strict is None:
+        strict = _STRICT.get()
+    if strict is None:
+        value = os.environ.get(STRICT_ENVIRONMENT_VARIABLE, "")
+        strict = value.strip().lower() not in ("", "0", "false", "no", "off")
+    return strict
+
+
+def _unconverted(fn: types.FunctionType, error: errors.ConversionError, strict: bool | None,
+                 stacklevel: int, *, once: bool) -> types.FunctionType:
+    """``fn`` itself, with a warning saying why it runs unconverted; or ``error``, when strict.
+
+    ``once``: warn only the first time ``fn``'s code is refused (a callee, reached
+    on every call of its caller); otherwise on every ``convert``.
+    """
+    if _strict(strict):
+        raise error.with_traceback(None)
+    refusal = _REFUSED.get(fn.__code__)
+    if once and refusal is not None:
+        if refusal.warned:
+            return fn
+        refusal.warned = True
+    if isinstance(error, errors.SourceUnavailableError) or error.location is None:
+        reason = error.rule
+    else:
+        reason = f"{error.location.short}: {error.rule}"
+    fix = f" (fix: {error.fix})" if error.fix else ""
+    warnings.warn(f"autograph: `{fn.__qualname__}` runs unconverted: {reason}{fix}; with "
+                  f"`strict=True` or {STRICT_ENVIRONMENT_VARIABLE}=1 this is an error instead",
+                  stacklevel=stacklevel + 1)
+    return fn
+
+
 def _check_outputs(result, fn):
     from autograph.runtime.values import Undefined, raise_undefined
     for leaf in jax.tree_util.tree_leaves(result, is_leaf=lambda x: isinstance(x, Undefined)):
@@ -164,7 +223,8 @@ def _check_outputs(result, fn):
     return result
 
 
-def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
+def convert(fn: Callable | None = None, *, recursive: bool = True,
+            strict: bool | None = None) -> Callable:
     """Converts the Python control flow of ``fn`` into JAX-compatible code.
 
     The result has the same signature as ``fn``. It does not compile anything
@@ -177,13 +237,19 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
         omitted, ``convert`` returns a decorator.
       recursive: also convert the user functions ``fn`` calls (at the time they
         are called). JAX, NumPy and the standard library are never converted.
+      strict: what to do with a function that cannot be converted (syntax that
+        cannot be converted faithfully, or no source): by default it runs
+        unconverted, as ``jax.jit`` would run it, with one warning naming the
+        construct and its ``file:line``; with ``strict=True`` that is a
+        ``ConversionError`` instead, for ``fn`` and for the functions it calls.
+        ``None`` (the default) reads the environment variable
+        ``AUTOGRAPH_STRICT`` (``1`` means strict).
 
     Returns:
-      The converted callable.
+      The converted callable, or ``fn`` itself where it cannot be converted.
 
     Raises:
-      ConversionError: ``fn`` uses syntax that cannot be converted faithfully,
-        or its source is not available.
+      ConversionError: ``strict`` and ``fn`` cannot be converted.
 
     Examples:
       >>> import jax, jax.numpy as jnp
@@ -201,7 +267,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
       0.0
     """
     if fn is None:
-        return functools.partial(convert, recursive=recursive)
+        return functools.partial(convert, recursive=recursive, strict=strict)
     if _plain_callable(fn):
         return fn
     if _transforms.is_custom_derivative(fn):
@@ -235,13 +301,14 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
         return fn
     try:
         converted = _converted_function(plain, recursive)
-    except errors.SourceUnavailableError as e:  # never worse than `jax.jit`, which needs none
-        warnings.warn(f"autograph: `{plain.__qualname__}` runs unconverted: "
-                      f"{str(e).splitlines()[0].split(': ', 1)[-1]}", stacklevel=2)
+    except errors.ConversionError as e:  # never worse than `jax.jit`, which runs it as it is
+        _unconverted(plain, e, strict, stacklevel=2, once=False)
         return fn
 
     @functools.wraps(plain)
     def wrapper(*args, **kwargs):
+        # the callees converted while it runs follow its `strict`
+        token = None if strict is None else _STRICT.set(strict)
         try:
             result = converted(*args, **kwargs)
         except Exception as e:
@@ -249,6 +316,9 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
             errors.annotate_traceback(e)
             errors.filter_traceback(e)
             raise
+        finally:
+            if token is not None:
+                _STRICT.reset(token)
         return _check_outputs(result, plain)
 
     _calls.register_converted(wrapper, converted)
@@ -305,11 +375,14 @@ def do_not_convert(fn: Callable) -> Callable:
 
 
 def convert_for_call(fn: types.FunctionType) -> Callable:
-    """The converter ``converted_call`` uses; warns and falls back on failure."""
+    """The converter ``converted_call`` uses.
+
+    A function that cannot be converted is called as it is, with one warning
+    (the first time); under a strict caller, or with ``AUTOGRAPH_STRICT=1``,
+    its ``ConversionError`` is raised instead. Errors of the program itself,
+    raised once the converted function runs, are never caught here.
+    """
     try:
         return _converted_function(fn, True)
-    except (errors.ConversionError, TypeError, OSError, SyntaxError) as e:
-        reason = str(e).splitlines()[0]
-        warnings.warn(f"autograph: calling `{fn.__qualname__}` unconverted: {reason}",
-                      stacklevel=3)
-        return fn
+    except errors.ConversionError as e:
+        return _unconverted(fn, e, None, stacklevel=3, once=True)

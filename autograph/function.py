@@ -131,11 +131,11 @@ class Function(functools.partial):
         pass  # all done in __new__
 
     def _setup(self, fn: Callable, *, input_signature=None, autograph: bool = True,
-               reduce_retracing: bool = False, **jit_kwargs):
+               reduce_retracing: bool = False, strict: bool | None = None, **jit_kwargs):
         self.python_function = fn
         plain, _ = api.unwrap(fn)
         self._name = getattr(plain, "__qualname__", getattr(plain, "__name__", "function"))
-        self._target = api.convert(fn) if autograph else fn
+        self._target = api.convert(fn, strict=strict) if autograph else fn
         self.input_signature = None if input_signature is None else tuple(input_signature)
         self.reduce_retracing = reduce_retracing
         self._jit_kwargs = jit_kwargs
@@ -597,7 +597,7 @@ def _as_tuple(x) -> tuple:
 
 
 def function(fn: Callable | None = None, *, input_signature=None, autograph: bool = True,
-             reduce_retracing: bool = False, **jit_kwargs: Any):
+             reduce_retracing: bool = False, strict: bool | None = None, **jit_kwargs: Any):
     """Converts ``fn``'s control flow and compiles it with ``jax.jit``.
 
     Usable bare (``@autograph.function``) or with options
@@ -614,6 +614,8 @@ def function(fn: Callable | None = None, *, input_signature=None, autograph: boo
       autograph: convert Python control flow (``True``) or only jit (``False``).
       reduce_retracing: treat Python numbers as (weakly typed) arrays instead of
         keying the cache by their values.
+      strict: a function that cannot be converted is a ``ConversionError``
+        instead of running unconverted with a warning (see ``convert``).
       **jit_kwargs: passed to ``jax.jit``.
 
     Returns:
@@ -639,6 +641,6 @@ def function(fn: Callable | None = None, *, input_signature=None, autograph: boo
         else:
             jit_kwargs_ = jit_kwargs
         return Function(f, input_signature=input_signature, autograph=autograph,
-                        reduce_retracing=reduce_retracing, **jit_kwargs_)
+                        reduce_retracing=reduce_retracing, strict=strict, **jit_kwargs_)
 
     return wrap if fn is None else wrap(fn)

@@ -137,7 +137,15 @@ def resolve(f):
     if marked_do_not_convert(f):
         return f
     if isinstance(f, types.FunctionType):
-        return _memo(f, _function)
+        try:
+            return _resolved[f]
+        except KeyError:
+            target = _function(f)
+            # one the converter refused is asked again on its next call: its caller
+            # may be strict (an error then), where this one warned
+            if target is not f or library_module(f) is not None or _converter is None:
+                _resolved[f] = target
+            return target
     if isinstance(f, types.MethodType):
         func = resolve(f.__func__)
         return f if func is f.__func__ else types.MethodType(func, f.__self__)

@@ -133,9 +133,18 @@ def _raises(cls, call, fn, snippet: str) -> BaseException:
 
 
 def _rejected(fn, snippet: str, construct: str) -> None:
-    """Conversion of ``fn`` fails with a ConversionError at ``snippet``'s line."""
-    e = _raises(autograph.ConversionError, lambda: autograph.convert(fn), fn, snippet)
+    """``fn`` cannot be converted: ``convert`` returns it as it is, with one warning
+    naming ``construct`` at ``snippet``'s line, and ``strict=True`` makes that a
+    ConversionError."""
+    e = _raises(autograph.ConversionError, lambda: autograph.convert(fn, strict=True), fn,
+                snippet)
     assert construct in str(e) and "not supported" in str(e) and "fix:" in str(e)
+    with pytest.warns(UserWarning) as record:
+        assert autograph.convert(fn) is fn
+    messages = [str(w.message) for w in record]
+    assert len(messages) == 1, messages
+    assert "runs unconverted" in messages[0] and construct in messages[0], messages[0]
+    assert _file_line(fn, snippet) in messages[0], messages[0]
 
 
 def _identical(got, want) -> None:

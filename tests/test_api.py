@@ -406,7 +406,9 @@ def test_unconvertible_inputs_give_clear_errors():
         yield x
 
     with pytest.raises(autograph.ConversionError) as e:
-        autograph.convert(gen)
+        autograph.convert(gen, strict=True)
     assert "yield" in str(e.value) and "test_api.py" in str(e.value)
+    with pytest.warns(UserWarning, match=r"`yield`.*test_api\.py|test_api\.py.*`yield`"):
+        assert autograph.convert(gen) is gen
     with pytest.raises(TypeError, match="autograph can convert"):
         autograph.convert(42)

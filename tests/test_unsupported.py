@@ -1,7 +1,13 @@
-"""Unsupported syntax is rejected at conversion time with a ConversionError."""
+"""Unsupported syntax: the function runs unconverted, with one warning naming the
+construct and its line; ``strict=True`` (or ``AUTOGRAPH_STRICT=1``) and ``to_code``
+raise the ConversionError instead."""
 
+import functools
 import inspect
+import warnings
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 import autograph
@@ -32,16 +38,25 @@ def uses_match(x):
     return 3
 
 
+def walrus_in_while_test(x):
+    while (y := x) > 0:
+        x -= 1
+    return x
+
+
 CASES = [
     (gen, "`yield`", "yield y"),
     (gen_from, "`yield`", "yield from"),
     (uses_match, "`match`", "match x"),
+    (walrus_in_while_test, "`:=` in a `while` condition", "while (y"),
 ]
 
 
 @pytest.mark.parametrize("fn,construct,snippet", CASES, ids=[c[0].__name__ for c in CASES])
-@pytest.mark.parametrize("api", [autograph.to_code, autograph.convert],
-                         ids=["to_code", "convert"])
+@pytest.mark.parametrize("api", [autograph.to_code,
+                                 functools.partial(autograph.convert, strict=True),
+                                 functools.partial(autograph.function, strict=True)],
+                         ids=["to_code", "convert_strict", "function_strict"])
 def test_rejected_at_conversion(fn, construct, snippet, api):
     where = rf"test_unsupported\.py:{_line(fn, snippet)}:"
     with pytest.raises(errors.ConversionError, match=where) as e:
@@ -50,6 +65,104 @@ def test_rejected_at_conversion(fn, construct, snippet, api):
     assert construct in msg and "not supported" in msg
     assert "fix:" in msg
     assert isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("fn,construct,snippet", CASES, ids=[c[0].__name__ for c in CASES])
+def test_runs_unconverted_with_one_warning(fn, construct, snippet):
+    where = f"test_unsupported.py:{_line(fn, snippet)}"
+    with pytest.warns(UserWarning) as record:
+        assert autograph.convert(fn) is fn
+    (message,) = [str(w.message) for w in record]
+    assert f"`{fn.__name__}` runs unconverted" in message
+    assert construct in message and where in message and "strict=True" in message
+
+
+def test_strict_from_the_environment(monkeypatch):
+    monkeypatch.setenv("AUTOGRAPH_STRICT", "1")
+    with pytest.raises(errors.ConversionError, match="`yield`"):
+        autograph.convert(gen)
+    with pytest.warns(UserWarning, match="runs unconverted"):
+        assert autograph.convert(gen, strict=False) is gen  # the argument decides
+    monkeypatch.setenv("AUTOGRAPH_STRICT", "0")
+    with pytest.warns(UserWarning, match="runs unconverted"):
+        autograph.convert(gen)
+
+
+def doubles_per_halving(x):
+    n = 16
+    while (n := n // 2) > 1:
+        x = x * 2.0
+    return x
+
+
+def test_a_plain_jit_program_gives_its_result_unconverted():
+    # as under plain `jax.jit`, which runs the function as it is
+    with pytest.warns(UserWarning, match="`:=` in a `while` condition"):
+        f = jax.jit(autograph.convert(doubles_per_halving))
+    assert float(f(1.0)) == float(jax.jit(doubles_per_halving)(1.0)) == 8.0
+    with pytest.warns(UserWarning, match="`:=` in a `while` condition"):
+        g = autograph.function(doubles_per_halving)
+    assert float(g(jnp.float32(2.0))) == 16.0
+
+
+def test_a_callee_runs_unconverted_with_one_warning_for_all_its_calls():
+    def helper(x):  # a fresh code object: nothing refused it yet
+        n = 4
+        while (n := n - 1) > 0:
+            x = x * 2.0
+        return x
+
+    def caller(x):
+        return helper(x) + helper(x + 1.0)
+
+    where = f"test_unsupported.py:{_line(helper, 'while (n')}"
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        f = autograph.convert(caller)
+        assert [f(v) for v in (1.0, 2.0, 3.0)] == [caller(v) for v in (1.0, 2.0, 3.0)]
+        assert float(jax.jit(f)(1.0)) == 24.0
+    messages = [str(w.message) for w in record]
+    assert len(messages) == 1, messages
+    assert "<locals>.helper` runs unconverted" in messages[0] and where in messages[0]
+    # a strict caller makes the same refusal its error
+    with pytest.raises(errors.ConversionError, match=where):
+        autograph.convert(caller, strict=True)(1.0)
+    with pytest.raises(errors.ConversionError, match=where):
+        autograph.function(caller, strict=True)(jnp.float32(1.0))
+
+
+def test_a_callee_refused_in_a_strict_caller_only_warns_elsewhere():
+    def helper(x):
+        yield x
+
+    def caller(x):
+        return list(helper(x))
+
+    with pytest.raises(errors.ConversionError, match="`yield`"):
+        autograph.convert(caller, strict=True)(1.0)
+    with pytest.warns(UserWarning, match="`yield`"):
+        assert autograph.convert(caller)(1.0) == [1.0]
+
+
+def one_branch_only(x):
+    if x > 0:
+        y = x
+    return y
+
+
+def calls_one_branch_only(x):
+    return one_branch_only(x) * 2.0
+
+
+def test_errors_of_the_program_itself_are_not_swallowed():
+    # a rule broken while the converted function runs is the program's error,
+    # not a refusal to convert: it is raised, never answered by running unconverted
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(errors.BranchError, match="test_unsupported.py"):
+            jax.jit(autograph.convert(one_branch_only))(1.0)
+        with pytest.raises(errors.BranchError, match="test_unsupported.py"):
+            jax.jit(autograph.convert(calls_one_branch_only))(1.0)
 
 
 # Neighbours of the rejected constructs that are fine
