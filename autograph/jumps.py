@@ -141,6 +141,39 @@ def _always_true(test) -> bool:
     return isinstance(test, gast.Constant) and bool(test.value) is True
 
 
+def never_completes(stmts: list[gast.stmt]) -> bool:
+    """Whether no path through ``stmts`` reaches their end: each returns or raises first.
+
+    Decided from the statements alone, so a loop counts as one that may end
+    (its test may be false at once) unless it is ``while True:`` without a
+    ``break`` of its own, or its ``else:`` never completes.
+    """
+    for node in stmts:
+        if isinstance(node, (gast.Return, gast.Raise)):
+            return True
+        if isinstance(node, gast.If):
+            ends = never_completes(node.body) and never_completes(node.orelse)
+        elif isinstance(node, (gast.With, gast.AsyncWith)):
+            ends = never_completes(node.body)
+        elif isinstance(node, gast.Try):
+            body = never_completes(node.body) or never_completes(node.orelse)
+            ends = never_completes(node.finalbody) or (
+                body and all(never_completes(h.body) for h in node.handlers))
+        elif isinstance(node, (gast.While, gast.For)):
+            breaks = contains(node.body, _is_break, enter_loops=False)
+            endless = isinstance(node, gast.While) and _always_true(node.test)
+            ends = not breaks and (endless or never_completes(node.orelse))
+        else:
+            ends = False
+        if ends:
+            return True
+    return False
+
+
+def _is_break(node) -> bool:
+    return isinstance(node, gast.Break)
+
+
 def contains(stmts, is_jump: Callable[[gast.stmt], bool], enter_loops: bool) -> bool:
     """Whether a jump occurs in ``stmts``, not counting nested functions."""
     for node in stmts:

@@ -15,7 +15,9 @@ a ``not did_return`` test and later statements run under
 ``if not did_return:``. When some path can fall off the end, ``retval``
 starts as ``None``, as in Python; then an array-dependent condition that
 returns a value on one path and nothing on another is reported by the
-runtime.
+runtime. A path that ends in `raise` does not fall off the end: after
+``for x in xs: if ok(x): return x`` a `raise` leaves ``retval`` starting
+unassigned (``ag__.UndefinedReturn()``), which no path returns.
 """
 
 from __future__ import annotations
@@ -90,18 +92,20 @@ class _Transformer(Converter):
         jump = _Return(self.ctx.namer.new("did_return"), self.ctx.namer.new("retval"))
         self.ctx.jump_flags.add(jump.flag)
         self.ctx.return_values.add(jump.retval)
+        # a path that ends in `raise` returns nothing, but does not fall off the end
+        ends = jumps.never_completes(node.body)
         body, _, always = jumps.lower(node.body, jump)
         prologue = []
         if jump.flag_read:
             prologue.append(jumps.flag_set(jump.flag, False, node))
         else:
             body = jumps.drop_unread_flags(body, jump.flag)
-        if not always:
+        if not always and not ends:
             init = gast.Assign(targets=[templates.name(jump.retval, gast.Store())],
                                value=templates.literal(None), type_comment=None)
             templates.set_location(init, node)
             prologue.append(init)
-        elif jump.flag_read:
+        elif jump.flag_read or not always:
             prologue.extend(_INIT_UNDEFINED.substitute(node, RETVAL=jump.retval))
         ret = gast.Return(value=templates.name(jump.retval))
         templates.set_location(ret, node.body[-1])

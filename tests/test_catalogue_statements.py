@@ -381,6 +381,37 @@ def test_return_on_some_paths():
             return_on_some_paths, "if x > 0:")
 
 
+def return_in_loop_then_raise(xs, t):
+    for v in xs:
+        if v > t:
+            return v
+    raise ValueError("no item above t")
+
+
+def return_in_while_then_raise(x, n):
+    i = 0
+    while i < n:
+        x = x * 2.0
+        if x > 100.0:
+            return x
+        i += 1
+    raise ValueError("never above 100")
+
+
+def test_return_in_loop_then_raise():
+    xs = np.arange(4.0, dtype=np.float32)
+    _both(return_in_loop_then_raise, (xs, 1.5))
+    _both(return_in_while_then_raise, (1.0, 10))
+    with pytest.raises(ValueError, match="no item above t"):
+        autograph.convert(return_in_loop_then_raise)(xs, 5.0)
+    # traced: the `raise` happens when the program runs, where the loop ended
+    with pytest.raises(jax.errors.JaxRuntimeError, match="no item above t"):
+        jax.jit(autograph.convert(return_in_loop_then_raise))(xs, 5.0).block_until_ready()
+    with pytest.raises(jax.errors.JaxRuntimeError, match="never above 100"):
+        jax.jit(autograph.convert(return_in_while_then_raise))(
+            jnp.float32(1.0), jnp.int32(3)).block_until_ready()
+
+
 # ===========================================================================
 # Statements: assert, print, raise, pass, expression statements
 

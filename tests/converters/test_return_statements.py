@@ -123,6 +123,28 @@ def test_golden_falling_off_the_end_starts_with_none():
     """, passes=(return_statements,))
 
 
+def test_golden_a_raise_after_the_loop_is_not_falling_off_the_end():
+    # every path returns or raises: `retval` starts unassigned, not `None`
+    assert_golden("""
+        def f(xs):
+            for x in xs:
+                if x > 0:
+                    return x
+            raise ValueError("no positive item")
+    """, """
+        def f(xs):
+            did_return = False
+            retval = ag__.UndefinedReturn()
+            for x in xs:
+                if x > 0:
+                    retval = x
+                    did_return = True
+            if not did_return:
+                raise ValueError('no positive item')
+            return retval
+    """, passes=(return_statements,))
+
+
 def test_golden_bare_return_is_none():
     assert_golden("""
         def f(x):
@@ -331,3 +353,68 @@ def test_a_loop_that_returns_names_the_return_value_in_its_errors():
         jax.jit(autograph.convert(returns_in_the_loop_only))(jnp.int32(2))
     assert "the return value is None before the loop" in str(e.value)
     assert "retval" not in str(e.value)
+
+
+def first_positive(xs):
+    for x in xs:
+        if x > 0:
+            return x
+    raise ValueError("no positive item")
+
+
+def first_above(xs, t):
+    i = 0
+    while i < xs.shape[0]:
+        if xs[i] > t:
+            return i
+        i += 1
+    raise ValueError("nothing above the threshold")
+
+
+def doubles_until_big(x, n):
+    i = 0
+    while i < n:  # `n` traced: a `lax.while_loop`
+        x = x * 2.0
+        if x > 100.0:
+            return x
+        i += 1
+    raise ValueError(f"still {x} after {n} doublings")
+
+
+def returns_or_raises(x):
+    if x > 0:
+        return x
+    raise ValueError("not positive")
+
+
+def test_a_loop_that_returns_then_a_raise_converts():
+    # the raise ends the only path that does not return: nothing falls off the end
+    xs = np.array([-1.0, 2.0, 3.0], F32)
+    check_equivalent(first_positive, (xs,))
+    check_equivalent(first_above, (xs, F32(1.0)), (xs, F32(2.5)))
+    f = autograph.function(first_positive)
+    assert float(f(jnp.asarray(xs))) == 2.0
+    with pytest.raises(ValueError, match="no positive item"):  # raised as the program runs
+        f(jnp.asarray(-xs[1:]))
+    with pytest.raises(ValueError, match="no positive item"):
+        autograph.convert(first_positive)(-xs[1:])
+    g = autograph.function(first_above)
+    assert int(g(jnp.asarray(xs), 2.5)) == 2
+    with pytest.raises(ValueError, match="nothing above"):
+        g(jnp.asarray(xs), 5.0)
+
+
+def test_a_while_loop_with_a_traced_test_that_returns_then_a_raise_converts():
+    f = autograph.function(doubles_until_big)
+    assert float(f(jnp.float32(1.0), jnp.int32(10))) == doubles_until_big(1.0, 10) == 128.0
+    with pytest.raises(ValueError, match="still 8.0 after 3 doublings"):
+        f(jnp.float32(1.0), jnp.int32(3))
+    with pytest.raises(ValueError, match="still 8.0 after 3 doublings"):
+        doubles_until_big(1.0, 3)
+
+
+def test_a_branch_that_raises_is_not_a_path_without_a_return():
+    f = autograph.function(returns_or_raises)
+    assert float(f(jnp.float32(2.0))) == 2.0
+    with pytest.raises(ValueError, match="not positive"):
+        f(jnp.float32(-2.0))
