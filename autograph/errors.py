@@ -169,6 +169,16 @@ def current_location() -> Location | None:
     return None
 
 
+def innermost_user_location(exc: BaseException) -> Location | None:
+    """The user's line of the innermost converted-code frame in ``exc``'s traceback."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        found = user_location(tb.tb_frame.f_code.co_filename, tb.tb_lineno) or found
+        tb = tb.tb_next
+    return found
+
+
 def is_generated(filename: str) -> bool:
     return filename in _SOURCE_MAPS
 

@@ -29,7 +29,9 @@ type, shape or structure changes across an iteration raises
 
 from __future__ import annotations
 
+import ast
 import functools
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -287,9 +289,58 @@ def _bounded_trips(bound: Bound, state, names) -> int | None:
 def _staged_while(test, body, state, names, steps: Steps, loop="while"):
     born = [i for i, v in enumerate(state)
             if is_undefined(v) and not isinstance(v, UndefinedReturn)]
-    if born:
-        return _with_defined_flag(test, body, state, names, steps, loop, born)
-    return _staged_while_defined(test, body, state, names, steps, loop)
+    try:
+        if born:
+            return _with_defined_flag(test, body, state, names, steps, loop, born)
+        return _staged_while_defined(test, body, state, names, steps, loop)
+    except TypeError as e:
+        error = _traced_shape(e, loop)
+        if error is None:
+            raise
+        raise error from None
+
+
+# JAX's message for a shape that holds a traced value (`jnp.zeros((1, n, 2))`)
+_TRACED_SHAPE = "Shapes must be 1D sequences of concrete values of integer type, got "
+
+
+def _traced_shape(e: TypeError, loop: str) -> errors.LoopStateError | None:
+    """The error for an array the staged loop's body makes with a shape it traces, or None.
+
+    Plain ``jax.jit`` fails there too: a staged loop's values keep one shape,
+    known while tracing. The error names the user's line that asked for the
+    shape and the variable it assigns.
+    """
+    text = str(e)
+    if _TRACED_SHAPE not in text:
+        return None
+    shape = text.split(_TRACED_SHAPE, 1)[1].split("\n", 1)[0].rstrip(".")
+    shape = re.sub(r"\w*Tracer\((.*?)\)", r"\1", shape)  # JitTracer(int32[]) -> int32[]
+    location = errors.innermost_user_location(e)
+    variable = None if location is None else _made_name(location.text)
+    made, fixed = (f"`{variable}`",) * 2 if variable else ("an array", "the array")
+    return errors.LoopStateError(
+        f"an array made in a staged `{loop}` loop must have a shape known before the loop runs",
+        observed=f"the body makes {made} of shape {shape}, whose traced sizes are known only "
+                 f"when the program runs; staged, every value has one shape, fixed while "
+                 f"tracing",
+        variable=variable, location=location,
+        fix=f"give {fixed} a fixed shape (the largest it can take) and mask the part beyond "
+            f"the size with `jnp.where`, or make the size a Python value (for an argument, "
+            f"a static argument: `static_argnums`)")
+
+
+def _made_name(text: str) -> str | None:
+    """The name the one line ``text`` binds to the result of a call (``v = jnp.zeros(...)``)."""
+    try:
+        tree = ast.parse(text.strip())
+    except SyntaxError:
+        return None
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or not isinstance(stmt.value, ast.Call):
+        return None
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else None
 
 
 def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):

@@ -375,6 +375,64 @@ def test_error_shape_change():
     assert "variable: x" in msg and "fix:" in msg and "before the loop" in msg
 
 
+def made_with_traced_size(x, n):
+    i = 0
+    while i < n:
+        v = jnp.zeros((1, n, 2))
+        x = x + v.sum()
+        i += 1
+    return x
+
+
+def born_with_traced_size(n):
+    i = 0
+    while i < n:
+        v = jnp.ones((1, n, 2))
+        i += 1
+    return v
+
+
+def summed_with_traced_size(x, n):
+    for _ in range(n):
+        x = x + jnp.zeros((n,)).sum()
+    return x
+
+
+@pytest.mark.parametrize("fn,args,variable", [
+    (made_with_traced_size, (jnp.float32(1.0), jnp.int32(3)), "v"),
+    (born_with_traced_size, (jnp.int32(3),), "v"),
+    (summed_with_traced_size, (jnp.float32(1.0), jnp.int32(3)), None),
+], ids=["temporary", "used_after_the_loop", "not_assigned"])
+def test_error_shape_from_a_traced_value(fn, args, variable):
+    # plain `jax.jit` runs none of these; converted, staging the loop meets JAX's "Shapes
+    # must be 1D sequences of concrete values", reported with the line and the variable
+    with pytest.raises(TypeError):
+        jax.jit(fn)(*args)
+    with pytest.raises(LoopStateError) as e:
+        jax.jit(conv(fn))(*args)
+    msg = str(e.value)
+    assert re.search(_where(fn, "jnp.zeros((" if fn is not born_with_traced_size
+                            else "jnp.ones(("), msg), msg
+    assert "must have a shape known before the loop runs" in msg
+    assert "(1, int32[], 2)" in msg or "(int32[],)" in msg
+    if variable:
+        assert f"variable: {variable}" in msg and f"the body makes `{variable}`" in msg
+    else:
+        assert "variable:" not in msg
+    assert "fix:" in msg and "static_argnums" in msg
+
+
+def test_shape_from_a_python_value_in_a_staged_loop_works():
+    def fn(x, n, m):
+        i = 0
+        while i < n:
+            x = x + jnp.zeros((1, m, 2)).sum() + 1.0
+            i += 1
+        return x
+    f = jax.jit(conv(fn), static_argnums=2)
+    assert float(f(jnp.float32(1.0), jnp.int32(3), 4)) == 4.0
+
+
 def vector_condition(x):
     while x > 0:
         x = x - 1.0
