@@ -45,23 +45,6 @@ class _Checker(gast.NodeVisitor):
 
     visit_AsyncFor = visit_AsyncWith = visit_Await
 
-    def visit_Try(self, node):
-        # `return`/`break`/`continue` lower to flags and guards, so they work in a
-        # `try` body, its handlers and `else:`; in `finally:` a jump would also have
-        # to cancel an exception in flight, which a flag cannot do
-        for stmt in node.finalbody:
-            for child in gast.walk(stmt):
-                if (isinstance(child, (gast.Return, gast.Break, gast.Continue))
-                        and not _in_nested_def(stmt, child) and not _in_inner_loop(stmt, child)):
-                    kind = type(child).__name__.lower()
-                    self._reject(
-                        child, f"`{kind}` inside `finally` is not supported in converted "
-                               f"functions",
-                        "move the jump after the `try` statement (set a flag in `finally` "
-                        "and test it afterwards)",
-                        observed=f"`try` at line {node.lineno}")
-        self.generic_visit(node)
-
     def _no_walrus(self, node, where: str):
         for child in gast.walk(node):
             if isinstance(child, gast.NamedExpr):
@@ -147,17 +130,6 @@ def _is_loop_options_call(node) -> bool:
 def _is_loop_options(stmt) -> bool:
     return (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)
             and _is_loop_options_call(stmt.value))
-
-
-def _in_inner_loop(root, node) -> bool:
-    """Whether ``node`` (a break/continue) belongs to a loop inside ``root``."""
-    if isinstance(node, gast.Return):
-        return False
-    for child in gast.walk(root):
-        if isinstance(child, (gast.For, gast.While)) and any(
-                n is node for b in (child.body, child.orelse) for s in b for n in gast.walk(s)):
-            return True
-    return False
 
 
 def _in_nested_def(root, node) -> bool:

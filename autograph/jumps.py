@@ -119,7 +119,7 @@ def _lower_try(node: gast.Try, jump: Jump) -> tuple[bool, bool]:
 
     The `else:` runs only when the body finished without jumping, so it is
     guarded by the flag when the body may jump. (Jumps inside ``finally:`` are
-    rejected by ``checks``.)
+    moved out of it by ``finally_jumps`` first.)
     """
     node.body, b_may, b_always = lower(node.body, jump)
     node.body = node.body or [gast.Pass()]
@@ -141,31 +141,35 @@ def _always_true(test) -> bool:
     return isinstance(test, gast.Constant) and bool(test.value) is True
 
 
-def never_completes(stmts: list[gast.stmt]) -> bool:
-    """Whether no path through ``stmts`` reaches their end: each returns or raises first.
+def never_completes(stmts: list[gast.stmt], loop_jumps: bool = False) -> bool:
+    """Whether no path through ``stmts`` reaches their end: each returns or raises first
+    (or, with ``loop_jumps``, leaves by a `break` or `continue` of the enclosing loop).
 
     Decided from the statements alone, so a loop counts as one that may end
     (its test may be false at once) unless it is ``while True:`` without a
     ``break`` of its own, or its ``else:`` never completes.
     """
+    def ends(block):
+        return never_completes(block, loop_jumps)
+
+    leaves = (gast.Return, gast.Raise) + ((gast.Break, gast.Continue) if loop_jumps else ())
     for node in stmts:
-        if isinstance(node, (gast.Return, gast.Raise)):
+        if isinstance(node, leaves):
             return True
         if isinstance(node, gast.If):
-            ends = never_completes(node.body) and never_completes(node.orelse)
+            done = ends(node.body) and ends(node.orelse)
         elif isinstance(node, (gast.With, gast.AsyncWith)):
-            ends = never_completes(node.body)
+            done = ends(node.body)
         elif isinstance(node, gast.Try):
-            body = never_completes(node.body) or never_completes(node.orelse)
-            ends = never_completes(node.finalbody) or (
-                body and all(never_completes(h.body) for h in node.handlers))
+            body = ends(node.body) or ends(node.orelse)
+            done = ends(node.finalbody) or (body and all(ends(h.body) for h in node.handlers))
         elif isinstance(node, (gast.While, gast.For)):
             breaks = contains(node.body, _is_break, enter_loops=False)
             endless = isinstance(node, gast.While) and _always_true(node.test)
-            ends = not breaks and (endless or never_completes(node.orelse))
+            done = not breaks and (endless or ends(node.orelse))
         else:
-            ends = False
-        if ends:
+            done = False
+        if done:
             return True
     return False
 

@@ -13,6 +13,7 @@ from autograph.converters import (
     conditional_expressions,
     continue_statements,
     del_statements,
+    finally_jumps,
     for_statements,
     global_statements,
     if_statements,
@@ -60,6 +61,10 @@ PASSES = (
                               # it; first, before any pass reads or makes names
     nested_declarations,      # `global`/`nonlocal` in a block -> the top of the function,
                               # whose whole body they apply to; before any pass moves blocks
+    finally_jumps,            # a `try` whose `finally:` jumps catches what is in flight and
+                              # runs that block after it; before index_uses sees the handler
+                              # (one that would catch tracing errors) and raise_statements
+                              # marks its re-raise, and the jump passes lower what it moves
     index_uses,               # marks `for` loops that use their index as a Python value
                               # (`f"w{i}"`, `str(i)`), read before print_calls rewrites
                               # the formatting it may do at run time

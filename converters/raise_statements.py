@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import gast
 
-from autograph import templates
+from autograph import anno, templates
 from autograph.analysis import Analysis
+from autograph.anno import Anno
 from autograph.context import Context
 from autograph.scopes import LocalNamesTransformer
 
@@ -57,6 +58,8 @@ class _Transformer(LocalNamesTransformer):
         return node
 
     def visit_Raise(self, node: gast.Raise):
+        if isinstance(node.exc, gast.Name) and anno.get(node.exc, Anno.GENERATED):
+            return node  # what a `try` caught raised again (``finally_jumps``): not the user's
         if isinstance(node.exc, gast.Call):  # `raise E(f"...")`: formatted when raised
             node.exc.args = [deferred_text(a, self.locals) for a in node.exc.args]
         if node.exc is not None:

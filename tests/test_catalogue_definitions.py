@@ -328,6 +328,36 @@ def test_try_with_return_catches_what_plain_jit_raises():
         jax.jit(autograph.convert(try_around_return))(2.5)
 
 
+def finally_returns(x):
+    try:
+        y = 1.0 / x
+    finally:
+        if x >= 0:
+            return x * 2.0
+    return y
+
+
+def finally_continues(xs):
+    total = 0.0
+    for x in xs:
+        try:
+            if x < 0:
+                break
+            total = total + x
+        finally:
+            if x > 2.0:
+                continue
+    return total
+
+
+def test_try_finally_jumps():
+    # a jump in `finally:` replaces what was leaving: a return, a break, an exception
+    _both(finally_returns, (2.0,), (-2.0,))
+    _py(finally_returns, 0.0)  # the `ZeroDivisionError` is dropped by the `return`
+    xs = np.array([1.0, 3.0, -1.0, 2.0], np.float32)
+    _both(finally_continues, (xs,), (xs[:2],))
+
+
 def try_star_plain(x):
     try:
         y = x + 1

@@ -74,7 +74,9 @@ def statement(node, live_out: frozenset) -> frozenset:
         after = block(node.finalbody, live_out)
         handlers: frozenset[str] = frozenset()
         for h in node.handlers:
-            handlers |= block(h.body, after) | _reads(h.type)
+            # `except E as e:` binds `e` before the handler runs (and unbinds it after)
+            bound = activity.expression_scope(h.name).kills if h.name is not None else frozenset()
+            handlers |= (block(h.body, after) - bound) | _reads(h.type)
         orelse = block(node.orelse, after)
         # an exception may leave the body anywhere: what handlers read is live throughout
         live_in = block(node.body, orelse | handlers) | handlers
