@@ -17,6 +17,7 @@ _CONTROL_FLOW = (gast.If, gast.For, gast.While, gast.Return, gast.Break, gast.Co
 class _Checker(gast.NodeVisitor):
     def __init__(self, filename: str):
         self.filename = filename
+        self.lifted: set[int] = set()  # the `and`/`or` that `walrus_operands` lifts
 
     def _reject(self, node, rule: str, fix: str, observed: str | None = None):
         raise errors.ConversionError(
@@ -86,9 +87,31 @@ class _Checker(gast.NodeVisitor):
                          "so it would be ignored")
         self.generic_visit(node)
 
+    def _lifted(self, expr):
+        # an `and`/`or` that is a statement's whole value or an `if` test (under any
+        # `not`), and those among its operands: `walrus_operands` makes them statements
+        while isinstance(expr, gast.UnaryOp) and isinstance(expr.op, gast.Not):
+            expr = expr.operand
+        if isinstance(expr, gast.BoolOp):
+            self.lifted.add(id(expr))
+            for value in expr.values:
+                self._lifted(value)
+
+    def visit_Assign(self, node):
+        self._lifted(node.value)
+        self.generic_visit(node)
+
+    visit_AnnAssign = visit_Expr = visit_Return = visit_Assign
+
+    def visit_If(self, node):
+        self._lifted(node.test)
+        self.generic_visit(node)
+
     def visit_BoolOp(self, node):
-        for value in node.values[1:]:  # evaluated inside a lambda when converted
-            self._no_walrus(value, "the right operand of `and`/`or`")
+        if id(node) not in self.lifted:
+            for value in node.values[1:]:  # evaluated inside a lambda when converted
+                self._no_walrus(value, "the right operand of `and`/`or` (other than in a "
+                                       "statement's value or an `if` test)")
         self.generic_visit(node)
 
     def visit_IfExp(self, node):

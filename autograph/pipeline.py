@@ -28,6 +28,7 @@ from autograph.converters import (
     return_statements,
     try_statements,
     undefined_reads,
+    walrus_operands,
     while_statements,
 )
 from autograph.naming import Namer
@@ -65,6 +66,9 @@ PASSES = (
                               # runs that block after it; before index_uses sees the handler
                               # (one that would catch tracing errors) and raise_statements
                               # marks its re-raise, and the jump passes lower what it moves
+    walrus_operands,          # `a and (y := b)` as a statement's value or an `if` test ->
+                              # `if` statements binding `y` where `b` runs; before
+                              # logical_expressions would put `b` in a lambda
     index_uses,               # marks `for` loops that use their index as a Python value
                               # (`f"w{i}"`, `str(i)`), read before print_calls rewrites
                               # the formatting it may do at run time

@@ -83,9 +83,10 @@ def chained_comparison_walrus(x):
 
 def test_chained_comparison_walrus():
     # the last operand would move into a lambda (`ag__.and_(0 < x, lambda: x < (y := 5))`),
-    # where the walrus would bind a lambda local: rejected at conversion time
+    # where the walrus would bind a lambda local: not converted, the function runs as it is
     fn = chained_comparison_walrus
-    _fixed_or_rejected(fn, "y := 5", lambda: autograph.convert(fn)(1.0), fn(1.0))
+    with pytest.warns(UserWarning, match="runs unconverted"):
+        _fixed_or_rejected(fn, "y := 5", lambda: autograph.convert(fn)(1.0), fn(1.0))
 
 
 def is_operator(x, y=None):
@@ -155,7 +156,26 @@ def walrus_in_while_test(x):
 
 
 def walrus_in_right_operand(x):
-    return x > 0 and (y := x)
+    y = -1.0
+    if x > 0 and (y := x * 2.0) > 3.0:
+        return y
+    return x + y
+
+
+def walrus_in_right_operand_value(x, d):
+    w = 0.0
+    v = d.get("k") or (w := x * 3.0)
+    return v, w
+
+
+def test_walrus_in_right_operand():
+    # bound where the operand runs: an `if` statement, staged when the left one is traced
+    _both(walrus_in_right_operand, (2.0,), (1.0,), (-1.0,))
+    _both(walrus_in_right_operand_value, (2.0, {}), (2.0, {"k": 5.0}))
+
+
+def walrus_in_right_operand_of_a_call(x):
+    return abs(x > 0 and (y := x))
 
 
 def walrus_in_conditional_branch(x):
@@ -164,9 +184,9 @@ def walrus_in_conditional_branch(x):
 
 @pytest.mark.parametrize("fn,snippet,construct", [
     (walrus_in_while_test, "while (y := x)", "`while` condition"),
-    (walrus_in_right_operand, "(y := x)", "right operand of `and`/`or`"),
+    (walrus_in_right_operand_of_a_call, "(y := x)", "right operand of `and`/`or`"),
     (walrus_in_conditional_branch, "(y := 1)", "branch of a conditional expression"),
-], ids=["while_test", "and_or_right", "ifexp_branch"])
+], ids=["while_test", "and_or_right_elsewhere", "ifexp_branch"])
 def test_walrus_rejected(fn, snippet, construct):
     _rejected(fn, snippet, construct)
 

@@ -1,0 +1,152 @@
+"""The `walrus_operands` converter: golden output, and where `:=` binds in `and`/`or`."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from autograph.converters import walrus_operands
+from tests.helpers import _file_line, assert_golden, check_equivalent
+
+F32 = np.float32
+
+
+@pytest.mark.parametrize("src, expected", [
+    pytest.param("""
+        def f(x):
+            if x > 0 and (y := g(x)) > 1:
+                return y
+            return x
+    """, """
+        def f(x):
+            and_value = x > 0
+            if and_value:
+                and_value = (y := g(x)) > 1
+            if and_value:
+                return y
+            return x
+    """, id="docstring example"),
+    pytest.param("""
+        def f(x, d):
+            v = d.get('k') or (w := x * 3)
+            return v
+    """, """
+        def f(x, d):
+            or_value = d.get('k')
+            if not or_value:
+                or_value = (w := (x * 3))
+            v = or_value
+            return v
+    """, id="or: the later operand runs where the first is false"),
+    pytest.param("""
+        def f(x):
+            return not (x < 0 or x > 9 and (y := x + 1) > 2)
+    """, """
+        def f(x):
+            or_value = x < 0
+            if not or_value:
+                and_value = x > 9
+                if and_value:
+                    and_value = (y := (x + 1)) > 2
+                or_value = and_value
+            return not or_value
+    """, id="an and inside an or, under not"),
+    pytest.param("""
+        def f(x):
+            ok = x > 0 and x < 9 and (y := x) > 1
+            return ok
+    """, """
+        def f(x):
+            and_value = x > 0
+            if and_value:
+                and_value = x < 9
+                if and_value:
+                    and_value = (y := x) > 1
+            ok = and_value
+            return ok
+    """, id="three operands"),
+])
+def test_golden(src, expected):
+    assert_golden(src, expected, passes=(walrus_operands,))
+
+
+@pytest.mark.parametrize("src", [
+    pytest.param("""
+        def f(x):
+            if (n := len(x)) > 2 and x[0] > 0:
+                return n
+            return x and x[0]
+    """, id="a walrus in the first operand; an and without one"),
+])
+def test_golden_noop(src):
+    assert_golden(src, src, passes=(walrus_operands,))
+
+
+# ---------------------------------------------------------------------------
+# Behaviour
+
+
+def scale(x):
+    return x * 2.0
+
+
+def test_golden_full_pipeline_binds_in_a_staged_branch():
+    out = autograph.to_code(bound_in_test)
+    assert "(y := " in out and "ag__.if_stmt(and_value" in out and "lambda" not in out
+
+
+def bound_in_test(x):
+    y = 0.0
+    if x > 0 and (y := scale(x)) > 1:
+        return y
+    return x - y
+
+
+def bound_in_value(x, limit):
+    w = -1.0
+    ok = x < limit or (w := x - limit) > 1
+    return ok, w
+
+
+def bound_in_chain(x):
+    y = 0.5
+    ok = x > 0 and x < 10 and (y := x + 1.0) > 2.0
+    return ok, y
+
+
+def used_only_where_bound(x):
+    if x > 0 and (y := scale(x)) > 1:
+        return y
+    return x
+
+
+def test_python_values_bind_as_python():
+    for x in (2.0, 0.2, -1.0):
+        assert autograph.convert(used_only_where_bound)(x) == used_only_where_bound(x)
+    for args in ((2.0, 1.0), (0.5, 1.0), (5.0, 1.0)):
+        assert autograph.convert(bound_in_value)(*args) == bound_in_value(*args)
+
+
+def test_traced_left_operand_binds_in_a_staged_branch():
+    check_equivalent(bound_in_test, (F32(2.0),), (F32(0.2),), (F32(-1.0),))
+    check_equivalent(bound_in_value, (F32(0.5), F32(1.0)), (F32(5.0), F32(1.0)),
+                     (F32(1.5), F32(1.0)))
+    check_equivalent(bound_in_chain, (F32(2.0),), (F32(0.5),), (F32(-1.0),), (F32(20.0),))
+
+
+def test_a_name_bound_on_one_path_only_is_the_if_rule():
+    # as for `if x > 0: y = ...`: under a traced condition, a name bound only where
+    # the operand runs, read afterwards, is a BranchError naming it and the line
+    with pytest.raises(autograph.BranchError, match="`y`") as e:
+        jax.jit(autograph.convert(used_only_where_bound))(jnp.float32(2.0))
+    assert _file_line(used_only_where_bound, "(y := scale(x))") in str(e.value)
+
+
+def test_elsewhere_it_runs_unconverted_with_a_warning():
+    def in_a_call(x):
+        return abs(x > 0 and (y := x))
+
+    with pytest.warns(UserWarning, match=r"right operand of `and`/`or`.*runs unconverted|"
+                                         r"runs unconverted.*right operand of `and`/`or`"):
+        assert autograph.convert(in_a_call) is in_a_call
