@@ -164,7 +164,7 @@ class _Transformer(Converter):
             if value is not None and not leaves:
                 prologue += _UNDEFINED_RETURN.substitute(node, VALUE=value)
             for kind, flag in flags.items():
-                taken = gast.Return(value=templates.name(value)) if kind is gast.Return \
+                taken = gast.Return(value=templates.name(value)) if value and kind is gast.Return \
                     else kind()
                 templates.set_location(taken, node)
                 epilogue += _TAKE.substitute(node, FLAG=flag, JUMP=[taken])
