@@ -10,7 +10,7 @@
                                          else:
                                              y = g(x)
                                      except BaseException as caught:
-                                         try_error = caught
+                                         try_error = ag__.in_flight(caught)
                                      if y > 5:
                                          return y
                                      if try_error is not None:
@@ -22,15 +22,16 @@ A `return`, `break` or `continue` in `finally:` replaces whatever was leaving
 the `try`: an exception in flight, or a jump of the body, a handler or
 `else:`. Lowered to a flag in place, such a jump could not cancel an
 exception, so the `try` becomes one that catches everything (into
-``try_error``), the `finally:` block runs after it as ordinary code, and what
-was leaving follows it: the exception raised again, or the jump taken. The
-jump passes guard what follows the `finally:` block's own jumps, so those
-win, as in Python. The jumps of the body, its handlers and `else:` are
-recorded rather than taken (``try_return``, with the value in ``try_value``;
-``try_break``; ``try_continue``), and the rest of their blocks guarded; each
-flag is a lowered jump's, so a variable left unassigned where one is set is
-never read. A `finally:` block that always jumps drops what was leaving, so
-nothing follows it.
+``try_error``, through ``ag__.in_flight``, which raises at once an autograph
+error no jump may drop), the `finally:` block runs after it as ordinary
+code, and what was leaving follows it: the exception raised again, or the
+jump taken. The jump passes guard what follows the `finally:` block's own
+jumps, so those win, as in Python. The jumps of the body, its handlers and
+`else:` are recorded rather than taken (``try_return``, with the value in
+``try_value``; ``try_break``; ``try_continue``), and the rest of their
+blocks guarded; each flag is a lowered jump's, so a variable left unassigned
+where one is set is never read. A `finally:` block that always jumps drops
+what was leaving, so nothing follows it.
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ _CATCH = templates.Template("""
     try:
         BODY
     except BaseException:
-        ERROR = CAUGHT
+        ERROR = ag__.in_flight(CAUGHT)
 """)
 _CATCH_ALL = templates.Template("""
     try:
         BODY
     except BaseException:
-        pass
+        ag__.in_flight(CAUGHT)
 """)
 _RERAISE = templates.Template("""
     if ERROR is not None:
@@ -169,15 +170,18 @@ class _Transformer(Converter):
                 templates.set_location(taken, node)
                 epilogue += _TAKE.substitute(node, FLAG=flag, JUMP=[taken])
         body = inner or [gast.Pass()]
+        caught = namer.new("caught")
         if leaves:
-            return prologue + _CATCH_ALL.substitute(node, BODY=body) + final
-        error, caught = namer.new("try_error"), namer.new("caught")
-        prologue.append(_assign(error, templates.literal(None), node))
-        catch = _CATCH.substitute(node, BODY=body, CAUGHT=caught, ERROR=error)
+            catch = _CATCH_ALL.substitute(node, BODY=body, CAUGHT=caught)
+        else:
+            error = namer.new("try_error")
+            prologue.append(_assign(error, templates.literal(None), node))
+            catch = _CATCH.substitute(node, BODY=body, CAUGHT=caught, ERROR=error)
+            epilogue = _RERAISE.substitute(node, ERROR=error) + epilogue
         handler = catch[0].handlers[0]
         handler.name = templates.name(caught, gast.Store())  # `except BaseException as caught`
         templates.set_location(handler.name, node)
-        return prologue + catch + final + _RERAISE.substitute(node, ERROR=error) + epilogue
+        return prologue + catch + final + ([] if leaves else epilogue)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

@@ -10,15 +10,16 @@ from .conditionals import if_exp, if_stmt
 from .items import setitem, setitem_attr
 from .logical import and_, not_, or_
 from .loops import enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
-from .side_effects import assert_, print_, raised
+from .side_effects import assert_, in_flight, print_, raised
 from .strings import format_, fstring, percent_format, repr_, str_, str_format
 from .values import Undefined, UndefinedReturn, ld, outer_assigned
 
 __all__ = [
     "converted_call", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
     "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
-    "UndefinedReturn", "print_", "assert_", "ld", "raised", "outer_assigned", "setitem",
-    "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format", "percent_format",
+    "UndefinedReturn", "print_", "assert_", "ld", "raised", "in_flight", "outer_assigned",
+    "setitem", "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format",
+    "percent_format",
 ]
 
 # Built-ins reached as values (`fn = range; fn(n)`) run as if written literally.

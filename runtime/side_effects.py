@@ -175,6 +175,33 @@ def raised(exc: BaseException | type[BaseException], in_try: bool = False) -> Ba
     return exc
 
 
+def in_flight(exc: BaseException) -> BaseException:
+    """The exception in flight when a `finally:` block that jumps runs, kept for after it.
+
+    The semantics are given by this Python implementation::
+
+        return exc
+
+    The `finally:` block's `return`, `break` or `continue` drops it, or it is
+    raised again after the block (see ``converters/finally_jumps``). An
+    autograph error that says a construct cannot be staged faithfully (a
+    ``BranchError``, a ``LoopStateError``, ...) is raised at once instead:
+    Python would not have raised it, so no jump may drop it. An
+    ``UndefinedVariableError`` is Python's ``UnboundLocalError``, the
+    program's own.
+
+    Args:
+      exc: what the `try` caught.
+
+    Returns:
+      ``exc``.
+    """
+    if isinstance(exc, errors.AutographError) and not isinstance(
+            exc, errors.UndefinedVariableError):
+        raise exc
+    return exc
+
+
 def user_raised(e: BaseException) -> Raised | None:
     """Where ``e`` was raised, if by a ``raise`` or ``assert`` of the user's converted code.
 

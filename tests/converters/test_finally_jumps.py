@@ -34,7 +34,7 @@ F32 = np.float32
                 else:
                     y = g(x)
             except BaseException as caught:
-                try_error = caught
+                try_error = ag__.in_flight(caught)
             if y > 5:
                 return y
             if try_error is not None:
@@ -52,8 +52,8 @@ F32 = np.float32
         def f(x):
             try:
                 y = g(x)
-            except BaseException:
-                pass
+            except BaseException as caught:
+                ag__.in_flight(caught)
             return x
     """, id="finally always returns: what was leaving is dropped"),
     pytest.param("""
@@ -78,7 +78,7 @@ F32 = np.float32
                     else:
                         g(x)
                 except BaseException as caught:
-                    try_error = caught
+                    try_error = ag__.in_flight(caught)
                 if x > 5:
                     continue
                 h(x)
@@ -108,8 +108,8 @@ F32 = np.float32
                         try_return = True
                     elif x < -9:
                         break
-            except BaseException:
-                pass
+            except BaseException as caught:
+                ag__.in_flight(caught)
             return None
     """, id="a return in a loop of the body; the loop's own break stays"),
 ])
@@ -298,3 +298,19 @@ def test_continue_in_finally_drops_the_exception():
         return total
 
     assert autograph.convert(skip_failures)([1.0, 0.0, 2.0]) == skip_failures([1.0, 0.0, 2.0])
+
+
+def test_an_error_of_staging_is_not_dropped_by_the_jump():
+    # Python would not raise it: the `if` could not be staged faithfully, so no
+    # `return` in `finally:` may hide it
+    def f(x):
+        try:
+            if x > 0:
+                y = x
+            z = y * 2.0
+        finally:
+            return 1.0
+
+    assert autograph.convert(f)(2.0) == f(2.0) == 1.0
+    with pytest.raises(autograph.BranchError, match="`y`"):
+        jax.jit(autograph.convert(f))(2.0)
