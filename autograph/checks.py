@@ -11,7 +11,8 @@ import gast
 
 from autograph import errors
 
-_CONTROL_FLOW = (gast.If, gast.For, gast.While, gast.Return, gast.Break, gast.Continue)
+_CONTROL_FLOW = (gast.If, gast.For, gast.While, gast.Return, gast.Break, gast.Continue,
+                 gast.Match)
 
 
 class _Checker(gast.NodeVisitor):
@@ -139,9 +140,20 @@ class _Checker(gast.NodeVisitor):
                             observed=f"`try` at line {node.lineno}")
         self.generic_visit(node)
 
-    def visit_Match(self, node):
-        self._reject(node, "`match` is not supported in converted functions",
-                     "rewrite the `match` as `if`/`elif`")
+    def visit_match_case(self, node):
+        # a converted case binds its captures one after another, so a capture must
+        # not rebind a name the pattern reads to reach a later one
+        patterns = list(gast.walk(node.pattern))
+        bound = {p.name for p in patterns if isinstance(p, (gast.MatchAs, gast.MatchStar))}
+        bound |= {p.rest for p in patterns if isinstance(p, gast.MatchMapping)}
+        for child in patterns:
+            if isinstance(child, gast.Name) and child.id in bound:
+                self._reject(
+                    child, f"a `case` pattern that binds `{child.id}` and also reads it is "
+                           f"not supported in converted functions",
+                    f"rename the capture `{child.id}`",
+                    observed=f"`{child.id}` names a class, key or value in the pattern")
+        self.generic_visit(node)
 
 
 def _is_loop_options_call(node) -> bool:

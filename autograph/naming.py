@@ -38,6 +38,9 @@ class Namer:
                 taken.add(node.name)
             elif kind is gast.alias:
                 taken.add((node.asname or node.name).split(".")[0])
+            elif kind is gast.MatchAs or kind is gast.MatchStar or kind is gast.MatchMapping:
+                # the names patterns bind are strings, not Name nodes (None: no name)
+                taken.add(node.rest if kind is gast.MatchMapping else node.name)
             push_children(node, stack.append)
         return cls(taken)
 

@@ -21,6 +21,7 @@ from autograph.converters import (
     item_assignments,
     logical_expressions,
     loop_counters,
+    match_statements,
     nested_declarations,
     print_calls,
     private_names,
@@ -60,6 +61,9 @@ class Together:
 PASSES = (
     private_names,            # `__x` -> `_Class__x` in a method, as its class body compiles
                               # it; first, before any pass reads or makes names
+    match_statements,         # `match` -> an `if`/`elif` chain of its pattern tests, which
+                              # the passes below lower like any `if`; before any pass reads
+                              # the names it binds or moves its blocks
     nested_declarations,      # `global`/`nonlocal` in a block -> the top of the function,
                               # whose whole body they apply to; before any pass moves blocks
     finally_jumps,            # a `try` whose `finally:` jumps catches what is in flight and

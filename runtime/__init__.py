@@ -10,6 +10,15 @@ from .conditionals import if_exp, if_stmt
 from .items import setitem, setitem_attr
 from .logical import and_, not_, or_
 from .loops import enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
+from .patterns import (
+    has_match_attrs,
+    is_mapping,
+    is_sequence,
+    item_from_end,
+    mapping_rest,
+    match_attr,
+    sequence_rest,
+)
 from .side_effects import assert_, in_flight, print_, raised
 from .strings import format_, fstring, percent_format, repr_, str_, str_format
 from .values import Undefined, UndefinedReturn, ld, outer_assigned
@@ -20,6 +29,8 @@ __all__ = [
     "UndefinedReturn", "print_", "assert_", "ld", "raised", "in_flight", "outer_assigned",
     "setitem", "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format",
     "percent_format",
+    "is_sequence", "item_from_end", "sequence_rest", "is_mapping", "mapping_rest",
+    "has_match_attrs", "match_attr",
 ]
 
 # Built-ins reached as values (`fn = range; fn(n)`) run as if written literally.

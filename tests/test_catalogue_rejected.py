@@ -1,4 +1,4 @@
-"""Catalogue rows (docs/catalogue.md) for async, del, global, nonlocal, yield and match."""
+"""Catalogue rows (docs/catalogue.md) for async, del, global, nonlocal and yield."""
 
 from __future__ import annotations
 
@@ -264,17 +264,6 @@ def nested_generator(x):
 ], ids=["yield", "yield_from", "yield_in_nested_def"])
 def test_yield(fn, snippet):
     _rejected(fn, snippet, "`yield`")
-
-
-def uses_match(x):
-    match x:
-        case 1:
-            return 2
-    return 3
-
-
-def test_match():
-    _rejected(uses_match, "match x", "`match`")
 
 
 def _sum_over_range(x, n):

@@ -190,6 +190,70 @@ def test_if_assigned_on_one_branch():
             if_assigned_on_one_branch, "if x > 0:")
 
 
+def match_values(x, k):
+    match k:
+        case 0:
+            y = x
+        case 1 | 2:
+            y = -x
+        case n if n > 5:
+            y = x * n
+        case _:
+            y = 0.0
+    for i in range(3):
+        match i:
+            case 1:
+                continue
+            case 2:
+                break
+        y = y + 1.0
+    match x:
+        case 0.5:
+            return y * 10.0
+    return y
+
+
+def test_match():
+    _both(match_values, (2.0, 0), (2.0, 2), (0.5, 7), (2.0, 4))
+
+
+class MatchPoint:
+    __match_args__ = ("x", "y")
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def match_structure(x, kind):
+    message = [("scale", 2.0), {"shift": 1.0, "extra": 0}, MatchPoint(x, 0.0), [x, x, x], 7][kind]
+    match message:
+        case ("scale", s):
+            return x * s
+        case {"shift": d, **rest}:
+            return x + d + len(rest)
+        case MatchPoint(px, y=0.0):
+            return px * 3.0
+        case [first, *rest] if len(rest) > 1:
+            return first + len(rest)
+        case int(n):
+            return x + n
+
+
+def match_traced_capture(x):
+    match [x, x + 1.0]:
+        case [0.0, y] if y > 0:
+            return y
+    return x
+
+
+def test_match_structure():
+    _both(match_structure, *[(2.0, kind) for kind in range(5)], static_argnums=(1,))
+    _py(match_traced_capture, 0.0)
+    _py(match_traced_capture, 2.0)
+    _raises(autograph.BranchError, lambda: jax.jit(autograph.convert(match_traced_capture))(0.0),
+            match_traced_capture, "case [0.0, y]")
+
+
 def while_loop(x):
     steps = 0
     while x > 1:

@@ -31,13 +31,6 @@ def gen_from(x):
     yield from range(x)
 
 
-def uses_match(x):
-    match x:
-        case 1:
-            return 2
-    return 3
-
-
 def walrus_in_while_test(x):
     while (y := x) > 0:
         x -= 1
@@ -47,7 +40,6 @@ def walrus_in_while_test(x):
 CASES = [
     (gen, "`yield`", "yield y"),
     (gen_from, "`yield`", "yield from"),
-    (uses_match, "`match`", "match x"),
     (walrus_in_while_test, "`:=` in a `while` condition", "while (y"),
 ]
 
