@@ -22,13 +22,19 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
   ``@autograph.function`` (any body), or plain or ``@jax.jit`` (straight-line
   bodies, which plain Python can trace), called from ``f`` directly and
   through ``jax.grad``, ``jax.value_and_grad``, ``jax.vmap``, ``jax.jit``,
-  ``jax.checkpoint`` and ``jax.vmap(jax.grad(h))``.
+  ``jax.checkpoint`` and ``jax.vmap(jax.grad(h))``;
+* ``python`` statements and atoms (``tests/fuzz/python_values.py``): long
+  static loops whose index is used as a Python value, small-dtype variables
+  started from Python numbers, dicts, aliased lists, a helper that appends to
+  a module-level list, nested item assignments with side-effecting indices,
+  and ``print``; what they build is returned too.
 
 The plain-Python run of the module (decorators included) is the meaning of
 the program. It is always well defined: vector conditions are
 reduced, indices are taken ``% 3``, int locals stay small (assignments are
 ``% 5``; updates are additive) and loops are bounded. It may still raise
-``UnboundLocalError``, which the harness accounts for.
+``UnboundLocalError``, or ``ZeroDivisionError`` where an index divisor
+reaches zero, which the harness accounts for.
 
 Decisions are drawn from a :class:`Chooser`, so the same grammar serves
 Hypothesis (``HypothesisChooser``: shrinks toward the first alternative, i.e.
@@ -40,6 +46,8 @@ from __future__ import annotations
 import dataclasses
 import random
 from typing import Sequence
+
+from tests.fuzz.python_values import EXTRAS, FEATURES, PythonValues
 
 F, V, I, B = "float", "vec", "int", "bool"
 
@@ -171,7 +179,10 @@ class Generator:
     failure or measure a refusal category: ``"value_boolop"`` (``a or b`` on
     numbers), ``"after_loop_reads"`` (reading, after a loop over a static
     range or an array, what its body assigned), ``"ifexp"`` (``a if c else
-    b``), ``"helpers"`` (helper functions and JAX transformations of them).
+    b``), ``"helpers"`` (helper functions and JAX transformations of them),
+    and each of ``python_values.FEATURES``. A feature left out takes no
+    draws: excluding all of ``FEATURES`` gives the programs each seed gave
+    before they were added.
     """
 
     def __init__(self, ch: Chooser, *, p_maybe: float = 0.0015, max_depth: int = MAX_DEPTH,
@@ -184,6 +195,7 @@ class Generator:
         self.loops: list[Loop] = []
         self.maybe_reads = 0
         self.helpers: list[tuple[str, str]] = []   # (name, kind) callable from `f`
+        self.pv = PythonValues(self)
 
     # -- variables ---------------------------------------------------------
 
@@ -205,12 +217,14 @@ class Generator:
         if d <= 0:
             return self.fatom(env)
         kind = ch.pick(["atom", "bin", "unary", "minmax", "where", "ifexp", "vred", "idx",
-                        "int", "boolop", "call"],
+                        "int", "boolop", "call", "python"],
                        [5, 3, 2.5, 1.2, 0.8, 0 if "ifexp" in self.exclude else 0.8, 1, 0.8, 0.6,
                         0 if "value_boolop" in self.exclude else 0.15,
-                        0.9 if self.helpers else 0])
+                        0.9 if self.helpers else 0, self.pv.atom_weight()])
         if kind == "atom":
             return self.fatom(env)
+        if kind == "python":
+            return self.pv.atom()
         if kind == "call":
             return self.helper_call(env, d - 1)
         if kind == "bin":
@@ -412,8 +426,9 @@ class Generator:
         kind = ch.pick(["convert", "plain", "function", "jit", "plain_if"], [3, 2, 1.5, 1.5, 1])
         straight = kind in ("plain", "jit")
         sub = Generator(ch, p_maybe=0, max_depth=0 if straight else 2,
-                        exclude=self.exclude | ({"ifexp", "value_boolop", "bool_assign",
-                                                 "python_bool"} if straight else set()))
+                        exclude=self.exclude | FEATURES | (
+                            {"ifexp", "value_boolop", "bool_assign", "python_bool"}
+                            if straight else set()))
         sub.ret_kind = "f"
         env = Env(defs=set(PARAMS), maybe=set(PARAMS))
         body, term = sub.block(env, 0, 1, 4 if straight else 5, kind="top")
@@ -435,6 +450,8 @@ class Generator:
             parts.append(self.vexpr(env, 1))
         if "i" in self.ret_kind:
             parts.append(self.iexpr(env, 1))
+        if self.pv.enabled:
+            parts.append(EXTRAS)   # the values of `python` statements, filled in at the end
         return ", ".join(parts)
 
     def assign(self, env: Env) -> list[str]:
@@ -525,11 +542,13 @@ class Generator:
 
     def statement(self, env: Env, depth: int):
         ch = self.ch
-        kinds = ["assign", "aug", "if", "for", "while"]
-        weights = [5, 3, 2.2, 1.4, 1.1]
+        kinds = ["assign", "aug", "if", "for", "while", "python"]
+        weights = [5, 3, 2.2, 1.4, 1.1, self.pv.weight()]
         if depth >= self.max_depth:
-            kinds, weights = kinds[:2], weights[:2]
+            kinds, weights = kinds[:2] + kinds[5:], weights[:2] + weights[5:]
         kind = ch.pick(kinds, weights)
+        if kind == "python":
+            return self.pv.statement(env, depth)
         if kind == "aug":
             out = self.augassign(env)
             return (out, False) if out is not None else (self.assign(env), False)
@@ -553,7 +572,11 @@ class Generator:
             heads.append("else:")
         for head in heads:
             b_env = env.copy()
-            body, term = self.block(b_env, depth + 1, 1, 3, kind="if")
+            self.pv.blocks.append("if")
+            try:
+                body, term = self.block(b_env, depth + 1, 1, 3, kind="if")
+            finally:
+                self.pv.blocks.pop()
             lines.append(head)
             lines += ["    " + ln for ln in body]
             all_maybe |= b_env.maybe
@@ -574,10 +597,12 @@ class Generator:
         for t in targets:
             b_env.assign(t)
         self.loops.append(loop)
+        self.pv.blocks.append("loop")
         try:
             body, term = self.block(b_env, depth + 1, 1, 3, kind="loop")
         finally:
             self.loops.pop()
+            self.pv.blocks.pop()
         # an increment after a final jump would be dead code (the loop exits anyway)
         lines = header + ["    " + ln for ln in list(prefix) + body + (list(suffix) if not term else [])]
         env.maybe |= b_env.maybe
@@ -619,11 +644,13 @@ class Generator:
         kind = ch.pick(["static", "traced", "array", "enumerate"], [3, 3, 2.5, 1])
         targets = [i]
         at_least_once = False
+        long_loops = 0 if self.pv.enabled and self.pv.in_long_loop else 1
         if kind == "static":
-            # past `runtime.loops.PYTHON_TRIPS` (16) a static loop is staged as one scan
+            # past `runtime.loops.PYTHON_TRIPS` (16) a static loop is staged as one scan;
+            # not inside another long loop, which plain `jax.jit` would unroll in full
             it = ch.pick(["range(3)", "range(2)", "range(1, 4)", "range(4, 0, -1)", "range(0)",
                           "range(20)", "range(19, 0, -1)"],
-                         [3, 2, 1, 1, 0.3, 0.6, 0.2])
+                         [3, 2, 1, 1, 0.3, 0.6 * long_loops, 0.2 * long_loops])
             at_least_once = it != "range(0)"
             head = f"for {i} in {it}:"
         elif kind == "traced":
@@ -643,9 +670,14 @@ class Generator:
             targets = [i, e]
             at_least_once = True
         loop = Loop(depth, allow_continue=True)
-        # the target is defined after the loop only if the loop ran
-        out = self._loop_body(env, depth, loop, [head], at_least_once=at_least_once,
-                              targets=targets)
+        long_loop = head.endswith(("range(20):", "range(19, 0, -1):"))
+        self.pv.in_long_loop += long_loop
+        try:
+            # the target is defined after the loop only if the loop ran
+            out = self._loop_body(env, depth, loop, [head], at_least_once=at_least_once,
+                                  targets=targets)
+        finally:
+            self.pv.in_long_loop -= long_loop
         for t in targets:
             env.maybe.add(t)
         return out
@@ -665,8 +697,11 @@ class Generator:
         body, term = self.block(env, 0, 2, 7, kind="top")
         if not term:
             body.append(f"return {self.ret_value(env)}")
-        src = prelude + "def f(x, v, n):\n" + "".join(f"    {ln}\n" for ln in body)
-        return Program(src, maybe_reads=self.maybe_reads)
+        body = self.pv.setup() + body
+        src = (self.pv.prelude() + prelude + "def f(x, v, n):\n"
+               + "".join(f"    {ln}\n" for ln in body))
+        extras = "".join(f", {e}" for e in self.pv.extras())
+        return Program(src.replace(f", {EXTRAS}", extras), maybe_reads=self.maybe_reads)
 
 
 def _float_return(line: str) -> str:

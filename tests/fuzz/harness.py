@@ -1,4 +1,4 @@
-"""Runs a function in plain Python and as ``jax.jit(autograph.convert(f))``, and compares.
+"""Runs a function in plain Python, plain ``jax.jit`` and ``jax.jit(autograph.convert(f))``.
 
 For each input set ``(x, v, n)`` (NumPy float32, float32[3], int32):
 
@@ -7,16 +7,27 @@ For each input set ``(x, v, n)`` (NumPy float32, float32[3], int32):
 * **eager**: ``autograph.convert(f)`` on the NumPy inputs. Nothing is traced,
   so every construct takes the Python path and must give exactly the plain
   result (or raise the same kind of error);
+* **plain jit**: ``jax.jit(f)``, traced once. It raises where ``f`` branches
+  or loops on a traced value; where it runs, it runs ``range`` loops and
+  helpers in Python, step by step;
 * **jit**: ``jax.jit(autograph.convert(f))``, compared with the plain run on
   JAX arrays with rtol 1e-4, atol 1e-5 (NaN equals NaN; no comparison where
-  the plain result overflows). The NumPy-input run is accepted as a second
-  reference: NumPy and JAX promote ``float32 * int32`` differently.
+  the plain result overflows). The NumPy-input run and, where it runs, the
+  plain ``jax.jit`` run are accepted as further references: NumPy and JAX
+  promote ``float32 * int32`` differently, and what plain ``jax.jit`` gives
+  the converted function may give too.
+
+What a run prints is compared as well: the converted function's text (after
+``jax.effects_barrier()``, so prints staged with ``jax.debug.callback`` have
+landed) must be the Python run's, in the same order, numbers equal within
+the tolerance and the precision they are printed with, spacing aside.
 
 The outcome of a program is one of
 
 * ``ok``: converted and correct;
 * ``refused``: the jitted function raised an :class:`autograph.AutographError`
-  (a legitimate refusal) on inputs where Python ran;
+  (a legitimate refusal) on inputs where Python ran; the signature starts
+  ``refused-jit-runs`` where plain ``jax.jit`` ran them;
 * ``both_raised``: Python raised, and so did the converted function, with an
   ``AutographError`` or the same kind of Python error; or the jitted
   converted function raised what plain ``jax.jit(f)`` raises too (a JAX
@@ -24,18 +35,21 @@ The outcome of a program is one of
 * ``skipped``: the plain result overflowed, or the two results differ but the
   plain result itself moves beyond the tolerance when the inputs move by a
   few ulps (a near tie, ``sin`` of a huge number): rounding decides;
-* ``failure``: anything else: a wrong value, a value where Python raised, an
-  internal error (not an ``AutographError``), or an ``AutographError`` that
-  does not name a line of the user's file.
+* ``failure``: anything else: a wrong value or printed text, a value where
+  Python raised, an internal error (not an ``AutographError``), or an
+  ``AutographError`` that does not name a line of the user's file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
+import io
 import itertools
 import logging
 import os
+import re
 import tempfile
 import traceback
 import warnings
@@ -124,6 +138,7 @@ def _as_jax(args):
 class Run:
     value: object = None
     error: BaseException | None = None
+    out: str = ""                  # what the call printed
 
     @property
     def raised(self):
@@ -131,12 +146,19 @@ class Run:
 
 
 def _call(fn, args) -> Run:
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
+    text = io.StringIO()
+    with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stdout(text):
         warnings.simplefilter("ignore")
         try:
-            return Run(value=fn(*args))
+            run = Run(value=fn(*args))
         except Exception as e:  # noqa: BLE001 - classified by the caller
-            return Run(error=e)
+            run = Run(error=e)
+        try:
+            jax.effects_barrier()   # prints staged by the call land in `text`
+        except Exception:  # noqa: BLE001 - a failed computation's effects
+            pass
+    run.out = text.getvalue()
+    return run
 
 
 def _leaves(value):
@@ -178,6 +200,34 @@ def compare(got, want, rtol=RTOL, atol=ATOL) -> str | None:
         fa, fb = a.astype(np.float64), b.astype(np.float64)
         if not np.allclose(fa, fb, rtol=rtol, atol=atol, equal_nan=True):
             return f"leaf {i}: got {a!r}, want {b!r}"
+    return None
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)")
+
+
+def compare_text(got: str, want: str, rtol=RTOL, atol=ATOL) -> str | None:
+    """None when two printed texts match, else the first difference.
+
+    Text between numbers must be equal up to spacing (arrays pad their
+    elements to one width); numbers equal within ``rtol`` and ``atol``, or,
+    printed with 3 or more decimals, within the last one (``%.3f`` of two
+    close values may round apart).
+    """
+    tokens = []
+    for text in (got, want):
+        parts = _NUMBER.split(text)
+        tokens.append(([" ".join(p.split()) for p in parts], _NUMBER.findall(text)))
+    (gp, gn), (wp, wn) = tokens
+    if gp != wp or len(gn) != len(wn):
+        return f"printed {got!r}, want {want!r}"
+    for a, b in zip(gn, wn):
+        # `%.3f` and `{:.3f}` round to 3 places; shorter numbers are exact (`2.5`)
+        decimals = min((len(t.split(".")[1].split("e")[0]) for t in (a, b) if "." in t),
+                       default=0)
+        tol = max(atol, 1.5 * 10.0 ** -decimals) if decimals >= 3 else atol
+        if not np.isclose(float(a), float(b), rtol=rtol, atol=tol, equal_nan=True):
+            return f"printed {a} where Python printed {b}: {got!r}, want {want!r}"
     return None
 
 
@@ -269,9 +319,23 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
             if diff is not None:
                 return out("failure", f"eager converted differs from Python: {diff}",
                            _sig("eager-wrong-value", extra=diff.split(":")[0]))
+            diff = compare_text(got.out, want.out, rtol=1e-6, atol=1e-7)
+            if diff is not None:
+                return out("failure", f"eager converted prints differently: {diff}",
+                           _sig("eager-wrong-output"))
 
-    # 2. jitted: traced once, run on every input set
-    jf = jax.jit(cf)
+    # 2. jitted: traced once, run on every input set; plain `jax.jit(f)` where it decides
+    jf, pjf = jax.jit(cf), jax.jit(f)
+    plain_jit: dict[int, Run] = {}
+
+    def jit_ref(idx) -> Run:
+        if idx not in plain_jit:
+            plain_jit[idx] = _call(pjf, _as_jax(inputs[idx]))
+        return plain_jit[idx]
+
+    def as_plain_jit(idx, value) -> bool:
+        return not jit_ref(idx).raised and compare(value, jit_ref(idx).value) is None
+
     jit_limit = None
     for idx, args in enumerate(inputs):
         ref, ref_np = plain_jx[idx], plain_np[idx]
@@ -284,29 +348,39 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
                                f" (location {e.location})", _sig("unclear-error", e))
                 if all(r.raised for r in plain_jx):
                     return out("both_raised", _err(e))
+                if not ref.raised and not jit_ref(idx).raised:
+                    return out("refused", "plain jax.jit runs it: " + _err(e),
+                               _sig("refused-jit-runs", e))
                 return out("refused", _err(e), _sig("refused", e))
             if ref.raised and _compatible_error(e, ref.error):
                 continue
-            plain_jit = _call(jax.jit(f), _as_jax(args))
-            if plain_jit.raised:
+            if jit_ref(idx).raised:
                 # never worse than plain `jax.jit`, which cannot compile the program
                 # either (a branch Python does not take here may still not compile)
                 jit_limit = _err(e)
                 continue
             return out("failure", f"jit raised {_internal(e)}" + (
                 f" where Python raised {_err(ref.error)}" if ref.raised else
-                " where Python returned a value"), _sig("jit-internal", e))
+                " where Python and plain jax.jit returned a value"), _sig("jit-internal", e))
         if ref.raised:
+            if as_plain_jit(idx, got.value):
+                continue
             return out("failure", f"jit returned {got.value!r} where Python raised "
                        f"{_err(ref.error)}", _sig("jit-value-where-raised", ref.error))
         if _overflows(ref.value) or (not ref_np.raised and _overflows(ref_np.value)):
             return out("skipped", "plain result overflows")
         diff = compare(got.value, ref.value)
-        if diff is not None and (ref_np.raised or compare(got.value, ref_np.value) is not None):
+        if diff is not None and (ref_np.raised or compare(got.value, ref_np.value) is not None
+                                 ) and not as_plain_jit(idx, got.value):
             if _unstable(f, args, ref.value):
                 return out("skipped", f"numerically unstable: {diff}")
             return out("failure", f"jit differs from Python: {diff}",
                        _sig("jit-wrong-value", extra=diff.split(":")[0]))
+        diff = compare_text(got.out, ref.out)
+        if diff is not None and (ref_np.raised or compare_text(got.out, ref_np.out) is not None):
+            if _unstable(f, args, ref.value):
+                return out("skipped", f"numerically unstable: {diff}")
+            return out("failure", f"jit prints differently: {diff}", _sig("jit-wrong-output"))
     if all(r.raised for r in plain_jx):
         return out("both_raised", _err(plain_jx[0].error))
     if jit_limit is not None:

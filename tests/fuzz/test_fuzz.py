@@ -22,16 +22,22 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, seed, settings
 
 from tests.fuzz import grammar, harness
+from tests.fuzz.python_values import FEATURES
 
 DEFAULT_EXAMPLES = 200
 EXAMPLES = int(os.environ.get("AUTOGRAPH_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
 SEED = os.environ.get("AUTOGRAPH_FUZZ_SEED")
 # Of the programs Python runs, the share converted rather than refused. Refusals
-# are by design (mostly a variable left unset on one branch of an array-dependent
-# `if` and read after it, which TensorFlow and Catalyst refuse too): seeded
-# campaigns of 500 programs refuse 8-10%, and the fixed 200-program sample has
-# ranged from 5% to 13% as the grammar grew, so the floor sits below that spread.
-MIN_CONVERTED = 0.85
+# are by design: a variable left unset on one branch of an array-dependent `if`
+# and read after it, which TensorFlow and Catalyst refuse too (8-10% of seeded
+# campaigns), and the side effects of the grammar's `python` statements (appending
+# to a module-level list, `next` on an iterator, writing a list two names share)
+# in an array-dependent branch or a loop staged on a traced bound, which plain
+# `jax.jit` cannot run either (another 12-15%). Seeded campaigns of 400 programs
+# convert 75-77%, the fixed 200-program sample 73%; the floor sits below that.
+MIN_CONVERTED = 0.65
+
+LEGACY_DIGEST = "3f5b05c75716a4b912daf41e6c0772d89932c1638d4c72f03cb1dda32fa55f63"
 
 STATS: collections.Counter = collections.Counter()
 REFUSALS: collections.Counter = collections.Counter()
@@ -71,6 +77,32 @@ def test_converted_programs_match_python(prog, inputs):
     if outcome.kind == "refused":
         REFUSALS[outcome.signature] += 1
     assert not outcome.failed, outcome.report()
+
+
+def test_no_program_plain_jit_runs_is_refused():
+    """No refusal in the sample is of inputs on which plain ``jax.jit(f)`` runs."""
+    refused = {sig: c for sig, c in REFUSALS.items() if sig.startswith("refused-jit-runs")}
+    assert not refused, f"refused programs that plain jax.jit runs: {refused}"
+
+
+def test_printed_text_compares_words_exactly_and_numbers_within_their_precision():
+    assert harness.compare_text("t=1.234 [1.  2.5]\n", "t=1.2345 [1. 2.5]\n") is None
+    assert harness.compare_text("t=2.0\n", "t=2.1\n") is not None
+    assert harness.compare_text("w3 1.0\n", "w4 1.0\n") is not None
+    assert harness.compare_text("a\nb\n", "b\na\n") is not None
+
+
+def test_excluding_the_python_value_constructs_keeps_earlier_programs():
+    """With ``python_values.FEATURES`` excluded, seeds draw the programs they drew before.
+
+    The digest is that of seeds 0-49 from the grammar before those constructs; a
+    deliberate change to the other constructs updates it (and their seeds' programs).
+    """
+    import hashlib
+
+    text = "".join(grammar.generate(grammar.RandomChooser(s), exclude=FEATURES).source
+                   for s in range(50))
+    assert hashlib.sha256(text.encode()).hexdigest() == LEGACY_DIGEST
 
 
 def test_most_programs_are_converted():
