@@ -20,7 +20,8 @@ The names the body assigns are checked for the same uses, apart
 name holds a Python number when the loop starts (``n += 1`` then
 ``f"w{n}"``), since staged it would be carried as an array; a `while`
 whose test is traced cannot run as Python, so there it is a clear
-``LoopStateError``.
+``LoopStateError``. The attributes the body assigns (``self.n += 1``), which
+a staged loop carries too, are checked the same way, by their dotted name.
 
 Which names hold the index: the targets of ``range``, the counter of
 ``enumerate``, and names assigned from expressions made of those and
@@ -205,17 +206,19 @@ class _Uses:
         finally:
             if message:
                 self.message -= 1
-        if (isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)
-                and node.id in self.names):
+        if isinstance(getattr(node, "ctx", None), gast.Load) and _dotted(node) in self.names:
             return self.use(node, in_try)
         return None
 
-    def use(self, name: gast.Name, in_try: bool) -> str | None:
-        """The Python-value use of ``name`` (read where it is), or None."""
-        kind = self.names[name.id]
+    def use(self, name: gast.Name | gast.Attribute, in_try: bool) -> str | None:
+        """The Python-value use of ``name`` (a name or an attribute chain, read where
+        it is), or None."""
+        dotted = _dotted(name)
+        assert dotted is not None
+        kind = self.names[dotted]
         line = getattr(name, "lineno", None)
         where = f" (line {line})" if line else ""
-        said = f"`{name.id}`"
+        said = f"`{dotted}`"
         if in_try:
             return f"{said} is used inside a `try` block, whose handler could catch a " \
                    f"tracing error{where}"
@@ -273,6 +276,17 @@ class _Uses:
         return None
 
 
+def _dotted(node) -> str | None:
+    """``node`` as a dotted name (``x``, ``self.n``, ``a.b.c``), or None for any other
+    expression."""
+    if isinstance(node, gast.Name):
+        return node.id
+    if isinstance(node, gast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
 def python_use(node: gast.For) -> str | None:
     """The first use of ``node``'s loop index as a Python value in its body, or None."""
     names: dict[str, str] = {}
@@ -306,9 +320,11 @@ def state_uses(node: gast.For | gast.While) -> tuple[tuple[str, str], ...]:
     targets: dict[str, str] = {}
     if isinstance(node, gast.For):
         _kinds(node.target, node.iter, targets)
-    assigned = sorted({n.id for n in gast.walk(gast.Module(body=node.body, type_ignores=[]))
-                       if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-                       and n.id not in targets})
+    # names, and attribute chains (`self.n`), that the body assigns
+    assigned = sorted({d for n in gast.walk(gast.Module(body=node.body, type_ignores=[]))
+                       if isinstance(n, (gast.Name, gast.Attribute))
+                       and isinstance(n.ctx, gast.Store)
+                       and (d := _dotted(n)) is not None and d not in targets})
     if not assigned or _Uses(dict.fromkeys(assigned, ITEM), attributes=False).find(
             node.body) is None:
         return ()

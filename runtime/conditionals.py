@@ -13,7 +13,7 @@ from jax import lax
 
 from autograph import errors
 
-from . import in_place, objects, run_time_errors
+from . import attributes, in_place, objects, run_time_errors
 from . import state as st
 from .conditions import condition
 from .jaxprs import make_jaxpr
@@ -90,8 +90,13 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
             c, lifted.wrap(true_fn, n_out=n), lifted.wrap(false_fn, n_out=n),
             lifted.tokens(init) + (lifted.state,), names + (objects.OBJECTS,), tuple(exits),
             tuple(returns)))
-    outside = OuterState((true_fn, false_fn), init, names)
-    out = _staged_updating(c, true_fn, false_fn, init, names, tuple(exits), tuple(returns))
+    # attributes the branches assign on the objects they reach: carried, set after
+    attrs = attributes.find(init, (true_fn, false_fn), names, "`if`")
+    outside = OuterState((true_fn, false_fn), init, names,
+                         owned=frozenset() if attrs is None else attrs.ids())
+    out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_updating(
+        c, wrap(true_fn), wrap(false_fn), values, labels, tuple(exits), tuple(returns)),
+        init, names)
     _refuse_outside_changes(outside)
     return out
 
@@ -502,8 +507,9 @@ _RETURN_VALUE = "the return value"
 
 
 def _q(name: str) -> str:
-    """A variable name in backticks; a description (not a name) as it is."""
-    return f"`{name}`" if name.isidentifier() else name
+    """A variable name (or an attribute, ``c.total``) in backticks; a description (not a
+    name) as it is."""
+    return f"`{name}`" if all(part.isidentifier() for part in name.split(".")) else name
 
 
 def _jumped(record: _Record, names, exits) -> bool:
@@ -533,6 +539,8 @@ def _merge(t: _Record, f: _Record, names, exits=(), returns=()) -> list[NameSpec
             missing = "true" if is_undefined(vt) else "false"
             assigned = "false" if missing == "true" else "true"
             raise errors.BranchError(
+                ("an attribute assigned in an array-dependent `if` must be set before it or "
+                 "on every branch") if "." in name else
                 "a variable used after an array-dependent `if` must be set on every branch",
                 observed=f"{_q(name)} is assigned on the {assigned} branch but not on the "
                          f"{missing} branch, and the condition is only known at run time",

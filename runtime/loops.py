@@ -44,7 +44,7 @@ from jax import lax
 
 from autograph import errors
 
-from . import intervals, key_order, objects, run_time_errors, transforms
+from . import attributes, intervals, key_order, objects, run_time_errors, transforms
 from .bounded import counted_loop
 from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
 from .conditionals import if_stmt
@@ -171,7 +171,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
-            _refuse_python_numbers(python_state, state, names)
+            _refuse_python_numbers(python_state, state, names, (test, body))
             steps = Steps((opts or {}).get("maximum_iterations"))
             bound = None if bound is None else Bound(*bound)
             limit = None
@@ -192,8 +192,13 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                     lifted.wrap(test, returns_state=False), lifted.wrap(body),
                     lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), steps))
             else:
-                outside = OuterState((test, body), state, names)
-                out = _staged_while(test, body, state, names, steps)
+                # attributes the body assigns on the objects it reaches: carried, set after
+                attrs = attributes.find(state, (test, body), names, "`while` loop")
+                outside = OuterState((test, body), state, names,
+                                     owned=frozenset() if attrs is None else attrs.ids())
+                out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_while(
+                    wrap(test, returns_state=False), wrap(body), values, labels, steps),
+                    state, names)
             if bound is not None and limit is not None and bound.limit() != limit:
                 raise errors.LoopStateError(
                     "the limit of a loop's counter must not change inside the loop",
@@ -211,10 +216,10 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
         state = tuple(body(*state))
 
 
-def _refuse_python_numbers(uses, state, names) -> None:
+def _refuse_python_numbers(uses, state, names, fns) -> None:
     """A staged `while` carries its Python numbers as arrays: one its body uses as a
     Python value (see ``python_state``) would change meaning, so it is refused."""
-    why = _python_number_used(uses, state, names) if uses else None
+    why = _python_number_used(uses, state, names, fns) if uses else None
     if why is None:
         return
     name = next(n for n, w in uses if why.startswith(w))
@@ -474,12 +479,13 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
     if seq is None:
         return _python_for(iterable, body, state, names, extra_test)
     if python_index is None and python_state:
-        python_index = _python_number_used(python_state, state, names)
+        python_index = _python_number_used(python_state, state, names, (body, extra_test))
     if type(seq.n) is int and (python_index is not None or not seq.fits_int32(0)):
         # as under `jax.jit`: a staged index would not mean what the source says
         if seq.n > PYTHON_TRIPS and any_traced((state, seq.xs)):
             _note_python_loop(python_index or "its index does not fit int32", seq.n)
         return _python_for(_items_from(seq, 0), body, state, names, extra_test)
+    iterations = None  # the attributes each iteration run as Python assigns
     k = 0
     while k < seq.n:
         if type(seq.n) is int and seq.n - k <= PYTHON_TRIPS:
@@ -492,8 +498,10 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             if not c:
                 return state
         x = seq.python_slice(k)
-        if (st_any_traced(state) or (x is not None and st_any_traced(x))) and not _in_linen():
-            outside = OuterState((body, extra_test), state, names)
+        if (st_any_traced(state) or (x is not None and st_any_traced(x)) or (
+                iterations is not None and iterations.assigned_traced())) and not _in_linen():
+            outside = OuterState((body, extra_test), state, names, owned=attributes.owned_ids(
+                state, (body, extra_test), names, leading=1))
             if not outside.can_rewind_all() and seq.n - k <= UNROLL_LIMIT:
                 # a generator cannot be put back after a staging attempt draws from it
                 _warn_unrolled(errors.LoopStateError(
@@ -532,6 +540,9 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 else:
                     _warn_unrolled(e)
                 return _python_for(_items_from(seq, k), body, state, names, extra_test)
+        if iterations is None:
+            iterations = attributes.Iterations(state, (body, extra_test), names, leading=1)
+        iterations.start()
         state = tuple(body(seq.element(k, x), *state))
         k += 1
     return state
@@ -578,11 +589,14 @@ def _note_python_loop(why: str, trips: int) -> None:
 WARN_TRIPS = 100
 
 
-def _python_number_used(uses, state, names) -> str | None:
-    """Why the loop must run as Python: a name it uses as a Python value starts as a
-    Python number (see ``python_state``), or None."""
+def _python_number_used(uses, state, names, fns) -> str | None:
+    """Why the loop must run as Python: a name (or an attribute, ``self.n``) it uses
+    as a Python value starts as a Python number (see ``python_state``), or None."""
     for name, why in uses:
-        value = state[names.index(name)] if name in names else None
+        if "." in name:  # an attribute the body assigns, carried as well
+            value = attributes.chain_value(name, state, names, fns)
+        else:
+            value = state[names.index(name)] if name in names else None
         if is_python_number(value) or (is_array(value) and not is_traced(value)):
             return f"{why}, and `{name}` starts as a concrete number"
     return None
@@ -656,12 +670,17 @@ def _python_for(iterable, body, state, names, extra_test):
 
 
 def _lifted_for(run):
-    """``run(seq_or_none, ..., body, state, names, extra_test)`` with Flax objects lifted."""
+    """``run(seq_or_none, ..., body, state, names, extra_test)`` with Flax objects lifted,
+    or else the attributes the body assigns carried (``runtime.attributes``)."""
     def staged(seq, *rest):
         *lead, body, state, names, extra_test = rest
         lifted = objects.lift(state, (body, extra_test), "`for` loop")
         if lifted is None:
-            return run(seq, *lead, body, state, names, extra_test)
+            attrs = attributes.find(state, (body, extra_test), names, "`for` loop", leading=1)
+            return attributes.carrying(attrs, lambda wrap, values, labels: run(
+                seq, *lead, wrap(body, leading=1), values, labels,
+                None if extra_test is None else wrap(extra_test, returns_state=False)),
+                state, names)
         return lifted.finish(run(
             seq, *lead, lifted.wrap(body, leading=1), lifted.tokens(state) + (lifted.state,),
             names + (objects.OBJECTS,),

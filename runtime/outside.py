@@ -48,6 +48,7 @@ import numpy as np
 
 from .calls import SKIP_PACKAGES, converted_of
 from .in_place import mutable_node
+from .state import attribute_values, restore_attributes
 from .values import is_array
 
 WATCH_LIMIT = 5000
@@ -164,12 +165,12 @@ def _library(module_name: str | None) -> bool:
     return (module_name or "").split(".")[0] in SKIP_PACKAGES
 
 
-def _user_function(fn: types.FunctionType) -> bool:
+def user_function(fn: types.FunctionType) -> bool:
     g = fn.__globals__
     return not _library(g.get("__name__") if g else fn.__module__)
 
 
-def _user_class(t: type) -> bool:
+def user_class(t: type) -> bool:
     """A class of the user's, or a library's plain record of the user's values."""
     return (t.__module__, t.__qualname__) in _RECORDS or not _library(t.__module__)
 
@@ -211,10 +212,11 @@ class OuterState:
     own, restored but not watched; other objects in it are watched), and
     ``carried`` the names of that state: a closure cell of one of them is the
     block's own variable (``nonlocal x`` for an ``x`` a closure reads), not an
-    effect.
+    effect. ``owned`` are the ids of the objects whose attributes the block
+    carries (see ``runtime.attributes``): restored, but not watched.
     """
 
-    def __init__(self, fns, values=(), carried=()):
+    def __init__(self, fns, values=(), carried=(), owned: frozenset = frozenset()):
         fns = [fn for fn in fns if isinstance(fn, types.FunctionType)]
         self._own = {id(cell) for fn in fns
                      for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
@@ -233,6 +235,7 @@ class OuterState:
         self._spaces: list[tuple[Any, set, Any]] = []  # (module or class, names looked up, where)
         self._walked: set[int] = set()
         self._carried_ids: set[int] = set()
+        self._owned = owned
 
         for i, value in enumerate(values):
             label = carried[i] if i < len(carried) else f"<input {i}>"
@@ -296,7 +299,7 @@ class OuterState:
             for k, child in enumerate(value):
                 self._note(child, (where, f"[{k}]"))
         elif isinstance(value, types.FunctionType):
-            if _user_function(value):
+            if user_function(value):
                 self._queue.append(value)
             else:  # made by `autograph.convert`: the user's converted function
                 inner = converted_of(value)
@@ -312,13 +315,13 @@ class OuterState:
             if not _library(value.__name__):
                 self._spaces.append((value, set(), where))
         elif isinstance(value, type):
-            if _user_class(value):
+            if user_class(value):
                 self._spaces.append((value, set(), where))
         elif not isinstance(value, _NOT_OBJECTS):
-            attrs = getattr(value, "__dict__", None)
-            user = _user_class(t)
-            if type(attrs) is dict and (direct or user):
-                self.objects.append((value, dict(attrs), where))
+            attrs = attribute_values(value)
+            user = user_class(t)
+            if attrs is not None and (direct or user):
+                self.objects.append((value, attrs, where))
                 if user:
                     for k, child in list(attrs.items()):
                         self._note(child, (where, f".{k}"))
@@ -385,7 +388,7 @@ class OuterState:
                 self._note(value, (where, f".{name}"))
             return
         for klass in space.__mro__:
-            if klass is object or not _user_class(klass):
+            if klass is object or not user_class(klass):
                 continue
             value = klass.__dict__.get(name, _MISSING)
             if value is _MISSING:
@@ -417,7 +420,9 @@ class OuterState:
                     return f"class attribute `{space.__name__}.{name}`"
                 return f"the global `{name}`"
         for obj, before, where in self.objects:
-            now = getattr(obj, "__dict__", {})
+            if id(obj) in self._owned:
+                continue  # the block carries its attributes
+            now = attribute_values(obj) or {}
             for key in sorted(set(before) | set(now), key=str):
                 if before.get(key, _MISSING) is not now.get(key, _MISSING):
                     return (f"attribute `{key}` of a `{type(obj).__name__}` object, "
@@ -449,10 +454,7 @@ class OuterState:
             if _binding(space, name) is not before:
                 _rebind(space, name, before)
         for obj, before, _ in self.objects:
-            attrs = obj.__dict__
-            for key in set(attrs) - set(before):
-                del attrs[key]
-            attrs.update(before)
+            restore_attributes(obj, before)
         for container, kind, before, _ in self.containers:
             if kind.changed(container, before):
                 kind.restore(container, before)

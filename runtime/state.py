@@ -204,10 +204,10 @@ def object_snapshot(values):
     # the values and what their lists, dicts and tuples hold too: a registered
     # dataclass is a pytree node, not a leaf
     for leaf in _held(values) + tree_util.tree_leaves(list(values), is_leaf=is_undefined):
-        attrs = getattr(leaf, "__dict__", None)
-        if type(attrs) is dict and _plain_object(leaf) and id(leaf) not in seen:
+        attrs = attribute_values(leaf) if _plain_object(leaf) else None
+        if attrs is not None and id(leaf) not in seen:
             seen.add(id(leaf))
-            snap.append((leaf, dict(attrs)))
+            snap.append((leaf, attrs))
     return snap
 
 
@@ -231,14 +231,90 @@ def _held(values) -> list:
 def mutated_attribute(snapshot):
     """``(object, attribute)`` of the first attribute rebound since ``snapshot``."""
     for obj, before in snapshot:
-        now = getattr(obj, "__dict__", {})
+        now = attribute_values(obj) or {}
         for key in set(before) | set(now):
-            if before.get(key, _MISSING) is not now.get(key, _MISSING):
+            if before.get(key, MISSING) is not now.get(key, MISSING):
                 return obj, key
     return None
 
 
-_MISSING = object()
+MISSING = object()  # an attribute an object does not have
+
+
+def attribute_values(obj) -> dict | None:
+    """A copy of ``obj``'s instance attributes: its ``__dict__`` and the ``__slots__``
+    it has set; None for an object that has neither (a number, a string)."""
+    attrs = getattr(obj, "__dict__", None)
+    slots = _slots(type(obj))
+    if type(attrs) is not dict:
+        if not slots:
+            return None
+        attrs = {}
+    out = dict(attrs)
+    for name, slot in slots:
+        try:
+            out[name] = slot.__get__(obj)
+        except AttributeError:  # a slot not set yet
+            pass
+    return out
+
+
+def set_attribute(obj, name: str, value) -> None:
+    """``obj.name = value`` into its ``__dict__`` or slot, past ``__setattr__`` and
+    properties: the attribute's value as the object keeps it."""
+    slot = dict(_slots(type(obj))).get(name)
+    if slot is not None:
+        slot.__set__(obj, value)
+    else:
+        obj.__dict__[name] = value
+
+
+def delete_attribute(obj, name: str) -> None:
+    """``del obj.name`` from its ``__dict__`` or slot, if it is set."""
+    slot = dict(_slots(type(obj))).get(name)
+    if slot is not None:
+        try:
+            slot.__delete__(obj)
+        except AttributeError:
+            pass
+    else:
+        obj.__dict__.pop(name, None)
+
+
+def restore_attributes(obj, before: dict) -> None:
+    """Puts ``obj``'s attributes back to ``before`` (an ``attribute_values``)."""
+    now = attribute_values(obj) or {}
+    for name in now.keys() - before.keys():
+        delete_attribute(obj, name)
+    for name, value in before.items():
+        if now.get(name, MISSING) is not value:
+            set_attribute(obj, name, value)
+
+
+def _slots(t: type) -> tuple:
+    """``(attribute, member descriptor)`` of each slot the instances of ``t`` have."""
+    found = _SLOTS.get(t)
+    if found is None:
+        found = _SLOTS[t] = _find_slots(t)
+    return found
+
+
+_SLOTS: dict[type, tuple] = {}
+
+
+def _find_slots(t: type) -> tuple:
+    out = []
+    for klass in t.__mro__:
+        names = klass.__dict__.get("__slots__", ())
+        for name in (names,) if isinstance(names, str) else names:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{klass.__name__.lstrip('_')}{name}"  # a private name, mangled
+            slot = klass.__dict__.get(name)
+            if isinstance(slot, types.MemberDescriptorType):
+                out.append((name, slot))
+    return tuple(out)
 
 
 def difference(a, b, path: str) -> str | None:

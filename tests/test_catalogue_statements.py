@@ -148,10 +148,37 @@ def assign_attribute_in_traced_if(x):
 
 
 def test_assign_attribute_in_traced_if():
-    _py(assign_attribute_in_traced_if, 2.0)
-    _raises(autograph.BranchError,
-            lambda: jax.jit(autograph.convert(assign_attribute_in_traced_if))(2.0),
-            assign_attribute_in_traced_if, "if x > 0:")
+    _both(assign_attribute_in_traced_if, (2.0,), (-2.0,))
+
+
+def assign_attribute_in_staged_loop(x):
+    b = Box()
+    b.v, b.n = 0.0, 0
+    while b.v < x:
+        b.v = b.v + 1.5
+        b.n += 1
+    for i in range(20):
+        b.v = b.v * 0.5 + i
+    return b.v, b.n
+
+
+def test_assign_attribute_in_staged_loop():
+    _both(assign_attribute_in_staged_loop, (4.0,), (-1.0,))
+
+
+def assign_attribute_created_in_traced_if(x):
+    b = Box()
+    if x > 0:
+        b.v = x
+    return x
+
+
+def test_assign_attribute_created_in_traced_if():
+    _py(assign_attribute_created_in_traced_if, 2.0)
+    e = _raises(autograph.BranchError,
+                lambda: jax.jit(autograph.convert(assign_attribute_created_in_traced_if))(2.0),
+                assign_attribute_created_in_traced_if, "if x > 0:")
+    assert "variable: b.v" in str(e)
 
 
 # ===========================================================================

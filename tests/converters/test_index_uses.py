@@ -82,3 +82,19 @@ def test_aliases_of_the_index_are_followed():
     src = ("def f(x):\n  for i in range(20):\n    j = i\n    pair = (j, 0)\n"
            "    box = {'k': pair[0]}\n    x = x + P.get(f\"w{box['k']}\", 0.0)\n  return x")
     assert "`box` is formatted" in _why(src)
+
+
+def test_attributes_the_body_assigns_and_uses_as_python_values():
+    def uses(src):
+        (fn,) = gast.parse(src).body
+        return index_uses.state_uses(next(n for n in gast.walk(fn) if isinstance(n, gast.For)))
+
+    formatted = ("def f(self, x):\n  for i in range(20):\n    self.n += 1\n"
+                 "    x = x + P[f'w{self.n}']\n  return x")
+    assert uses(formatted) == (("self.n", "`self.n` is formatted into a string (line 4)"),)
+    nested = ("def f(a, x):\n  for i in range(20):\n    a.b.k = a.b.k + 1\n"
+              "    if isinstance(a.b.k, int):\n      x = x + 1\n  return x")
+    assert uses(nested)[0][0] == "a.b.k"
+    arithmetic = ("def f(self, x):\n  for i in range(20):\n    self.n += 1\n"
+                  "    x = x * self.n\n  return x")
+    assert uses(arithmetic) == ()

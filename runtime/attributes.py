@@ -1,0 +1,490 @@
+"""Attributes a staged block assigns: carried like variables, set back on the object.
+
+Python runs ``c.total += x`` in a loop body on every iteration, on the object
+itself; staged, the body's Python runs once while tracing. So the attributes
+that a staged `if` or loop assigns on the objects it reaches (a local, an
+argument, ``self``, what their attributes hold: ``a.b.c``) are carried
+through the block like its variables, named as written (``c.total``)::
+
+    while c.total < x:          def body(*state, total):      # the state, and then
+        c.total += 1.5    ->        c.total = total          #  the attribute
+                                    c.total += 1.5
+                                    return state, c.total
+                                ... = while_stmt(test, body, (*state, c.total))
+                                c.total = <its final value>
+
+Which attributes: each traced call of a block's function watches the objects
+(by identity: an alias ``o2 = o``, a method the body calls on ``self`` and a
+helper handed the object all count); the attributes it assigns that are not
+carried yet stop the trace, and the block is traced again carrying them.
+Each call leaves the objects as it found them, so a branch not taken leaves
+no trace: after the block each carried attribute is set to its final value
+(for an `if`, the one of the branch taken).
+
+An object that JAX flattens (a registered dataclass) and that the block
+updates in place is handed through the block as itself, not rebuilt from its
+leaves, so the name for it, its aliases and the caller's object stay one
+object.
+
+Refused, naming ``obj.attr`` (a ``BranchError`` in an `if`, otherwise a
+``LoopStateError``): an attribute a loop creates (it has no value before the
+loop); one that a branch of an `if` creates and the other leaves unset; a
+deleted attribute; an attribute of an object whose class runs code when it is
+assigned (a property with a setter, another data descriptor, ``__setattr__``);
+an object both updated in place and replaced by another in the block.
+Objects reached only through a global or a class stay outside state
+(``runtime.outside``), and Flax NNX objects have their own lifting
+(``runtime.objects``).
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+
+from autograph import errors
+
+from .outside import user_class, user_function
+from .state import MISSING, attribute_values, delete_attribute, restore_attributes, set_attribute
+from .values import MaybeUndefined, Undefined, any_traced, is_array, is_undefined
+
+# how far the walk for objects goes: objects and items looked at, attribute depth
+_LOOK_LIMIT = 2000
+_DEPTH = 6
+# traces of one block, each carrying more attributes, before giving up
+_ATTEMPTS = 16
+
+
+class _Retrace(BaseException):
+    """Stops tracing a block whose function assigned attributes not carried yet.
+
+    A ``BaseException``, like ``GeneratorExit``: a signal to the block's driver
+    (``carrying``), which handlers meant for errors met while tracing must not
+    take for a failure to stage.
+    """
+
+
+class _Same:
+    """Stands for an object handed through a block as itself: a static, hashable value."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def __eq__(self, other):
+        return isinstance(other, _Same) and other.k == self.k
+
+    def __hash__(self):
+        return hash((_Same, self.k))
+
+    def __repr__(self):
+        return f"<object {self.k}>"
+
+
+class _Owned:
+    """An object whose attributes the block may carry, and the expression that reaches it."""
+
+    __slots__ = ("obj", "label", "start")
+
+    def __init__(self, obj, label: str, start: dict):
+        self.obj, self.label, self.start = obj, label, start
+
+
+def _plain(x) -> bool:
+    """An instance of a user's class that has attributes, not a Flax NNX object."""
+    if is_array(x) or isinstance(x, _NOT_OBJECTS) or not user_class(type(x)):
+        return False
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is not None:
+        try:
+            if nnx.graph.is_graph_node(x):
+                return False
+        except Exception:  # noqa: BLE001 - an object Flax cannot inspect is not its node
+            pass
+    return attribute_values(x) is not None
+
+
+_NOT_OBJECTS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                types.ModuleType, type)
+_ATOMS = frozenset({int, float, bool, complex, str, bytes, type(None)})
+
+
+def _owned_objects(values: Sequence[Any], fns: Sequence[Any], labels: Sequence[str]):
+    """The objects a block reaches through its state (``values``, named by ``labels``)
+    and its functions' closures, and through their attributes and containers: the
+    nearest first, each named by the first expression that reaches it."""
+    found: dict[int, _Owned] = {}
+    seen: set[int] = {id(fn) for fn in fns}
+    todo: collections.deque = collections.deque()
+
+    def closure(fn: types.FunctionType, depth: int) -> None:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                todo.append((cell.cell_contents, name, depth))
+            except ValueError:  # an empty cell
+                continue
+
+    todo.extend((value, label, 0) for value, label in zip(values, labels))
+    for fn in fns:
+        if isinstance(fn, types.FunctionType):
+            closure(fn, 0)
+    budget = _LOOK_LIMIT
+    while todo and budget > 0:
+        x, label, depth = todo.popleft()
+        if type(x) in _ATOMS or id(x) in seen or depth > _DEPTH:
+            continue
+        seen.add(id(x))
+        budget -= 1
+        if isinstance(x, (list, tuple)):
+            todo.extend((child, f"{label}[{k}]", depth + 1) for k, child in enumerate(
+                list.__iter__(x) if isinstance(x, list) else x))
+        elif isinstance(x, dict):
+            todo.extend((child, f"{label}[{k!r}]", depth + 1) for k, child in list(x.items()))
+        elif isinstance(x, types.FunctionType):
+            if user_function(x):  # a helper: what its closure holds is the block's too
+                closure(x, depth + 1)
+        elif _plain(x):
+            attrs = attribute_values(x)
+            assert attrs is not None
+            found[id(x)] = _Owned(x, label, attrs)
+            todo.extend((child, f"{label}.{k}", depth + 1) for k, child in attrs.items())
+    return found
+
+
+def _input_labels(values, names, fns, leading: int) -> list[str]:
+    """Names for the block's inputs: ``names``, then the parameters of its first function
+    (an `if` takes some variables it does not hand out)."""
+    labels = list(names)
+    params: tuple = ()
+    fn = next((f for f in fns if isinstance(f, types.FunctionType)), None)
+    if fn is not None:
+        code = fn.__code__
+        params = code.co_varnames[leading:code.co_argcount]
+    for j in range(len(labels), len(values)):
+        labels.append(params[j] if j < len(params) else f"<input {j}>")
+    return labels
+
+
+def owned_ids(values, fns, names, *, leading: int = 0) -> frozenset:
+    """The ids of the objects a block with these inputs carries the attributes of."""
+    return frozenset(_owned_objects(values, fns, _input_labels(values, names, fns, leading)))
+
+
+def find(values, fns, names, construct: str, *, leading: int = 0) -> Attributes | None:
+    """What carries the attributes a block assigns, or None (no object to watch).
+
+    ``values`` are the block's inputs (``names`` first), ``fns`` its functions,
+    ``construct`` its words in messages (```if```, ```while` loop``).
+    """
+    labels = _input_labels(values, names, fns, leading)
+    owned = _owned_objects(values, fns, labels)
+    if not owned:
+        return None
+    return Attributes(list(owned.values()), tuple(values), labels, len(names), construct)
+
+
+def chain_value(label: str, values, names, fns):
+    """The value of ``label`` (``self.n``, ``a.b.c``) before a block: its first name
+    among the block's variables (``values``, named by ``names``) or its functions'
+    closures, then its attributes as the objects hold them (no property runs);
+    None where there is none."""
+    root, *path = label.split(".")
+    value: Any = MISSING
+    if root in names:
+        value = values[list(names).index(root)]
+    else:
+        for fn in fns:
+            if isinstance(fn, types.FunctionType) and root in fn.__code__.co_freevars:
+                cell = (fn.__closure__ or ())[fn.__code__.co_freevars.index(root)]
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    pass
+                break
+    for attr in path:
+        if value is MISSING:
+            break
+        value = (attribute_values(value) or {}).get(attr, MISSING)
+    return None if value is MISSING else value
+
+
+class Iterations:
+    """Whether the last iteration of a loop run as Python assigned a traced value to an
+    attribute of the objects the loop reaches (``c.total += x``): the rest of the loop
+    is then staged, as it is once a variable it carries is traced."""
+
+    def __init__(self, values, fns, names, *, leading: int = 0):
+        labels = _input_labels(values, names, fns, leading)
+        self.objects = [o.obj for o in _owned_objects(values, fns, labels).values()]
+        self.before: list = []
+
+    def start(self) -> None:
+        """Notes the attributes before an iteration runs."""
+        self.before = [attribute_values(obj) or {} for obj in self.objects]
+
+    def assigned_traced(self) -> bool:
+        for obj, before in zip(self.objects, self.before):
+            for key, value in (attribute_values(obj) or {}).items():
+                if before.get(key, MISSING) is not value and any_traced(value):
+                    return True
+        return False
+
+
+def carrying(attrs: Attributes | None, attempt: Callable[..., tuple], values, names) -> tuple:
+    """Runs ``attempt(wrap, values, names)``, a staged block, carrying the attributes
+    its functions assign; returns its outputs, with those attributes set.
+
+    ``attempt`` stages the block with each of its functions passed through
+    ``wrap(fn, leading=0, returns_state=True)``, on the inputs and names it is
+    given (the block's, with the carried attributes after its outputs).
+    """
+    values, names = tuple(values), tuple(names)
+    if attrs is None:
+        return attempt(_as_is, values, names)
+    for _ in range(_ATTEMPTS):
+        try:
+            out = attempt(attrs.wrap, attrs.inputs(values), names + attrs.labels())
+        except _Retrace:
+            continue
+        return attrs.finish(out)
+    raise attrs.error("a staged block must assign the same attributes each time it is traced",
+                      f"tracing the {attrs.construct} {_ATTEMPTS} times found new attributes "
+                      f"assigned each time", None,
+                      "assign the attributes before the block, or in local variables")
+
+
+def _as_is(fn, **_):
+    return fn
+
+
+class Attributes:
+    """The objects a staged block reaches, and the attributes of them it carries."""
+
+    def __init__(self, owned: list[_Owned], values: tuple, labels: list[str], n: int,
+                 construct: str):
+        self.owned = owned
+        self.values = values    # the block's inputs
+        self.labels_in = labels
+        self.n = n              # how many of them it hands out
+        self.construct = construct
+        self.carried: list[tuple[_Owned, str]] = []
+        self.same: list[Any] = []  # objects handed through as themselves (as `_Same(k)`)
+
+    def ids(self) -> frozenset:
+        """The ids of the objects watched (see ``OuterState``'s ``owned``)."""
+        return frozenset(id(o.obj) for o in self.owned)
+
+    # -- the carried state --------------------------------------------------
+
+    def labels(self) -> tuple[str, ...]:
+        return tuple(f"{o.label}.{a}" for o, a in self.carried)
+
+    def inputs(self, values) -> tuple:
+        """The block's inputs with the carried attributes' values after its outputs."""
+        given = tuple(self._token(v) for v in values)
+        start = tuple(o.start[a] if a in o.start else Undefined(f"{o.label}.{a}")
+                      for o, a in self.carried)
+        return given[:self.n] + start + given[self.n:]
+
+    def finish(self, out) -> tuple:
+        """The block's outputs: each carried attribute set on its object, and the
+        objects handed through as themselves in place of their stand-ins."""
+        n = self.n
+        for (o, a), v in zip(self.carried, out[n:]):
+            if is_undefined(v) or isinstance(v, MaybeUndefined):
+                raise self.error(f"an attribute assigned in a staged {self.construct} must be "
+                                 f"set on every path through it",
+                                 f"`{o.label}.{a}` is assigned on a path that leaves the "
+                                 f"{self.construct} early, but not on another", f"{o.label}.{a}",
+                                 f"set `{o.label}.{a}` before the {self.construct}")
+            set_attribute(o.obj, a, v)
+        return tuple(self._object(v) for v in out[:n])
+
+    def _token(self, v):
+        for k, obj in enumerate(self.same):
+            if v is obj:
+                return _Same(k)
+        return v
+
+    def _object(self, v):
+        return self.same[v.k] if isinstance(v, _Same) else v
+
+    # -- the functions of the block -------------------------------------------
+
+    def wrap(self, fn: Callable | None, *, leading: int = 0, returns_state: bool = True):
+        """``fn`` taking the carried attributes after its outputs (``leading`` arguments,
+        a loop's item, come first) and, with ``returns_state``, returning them after
+        its outputs; ``fn=None`` (an `if` without `else`) hands its inputs on."""
+        carried = tuple(self.carried)
+        n, k = self.n, len(carried)
+
+        def run(*args):
+            lead, rest = args[:leading], args[leading:]
+            user = [self._object(v) for v in rest[:n] + rest[n + k:]]
+            saved = [attribute_values(o.obj) for o in self.owned]
+            try:
+                for (o, a), v in zip(carried, rest[n:n + k]):
+                    if is_undefined(v):
+                        delete_attribute(o.obj, a)
+                    else:
+                        set_attribute(o.obj, a, v)
+                copies = self._copies(user)
+                entry = [attribute_values(o.obj) for o in self.owned]
+                out = tuple(user[:n]) if fn is None else fn(*lead, *user)
+                if returns_state:
+                    out = tuple(out)
+                self._check(entry, carried, copies, user, out if returns_state else None)
+                if not returns_state:
+                    return out
+                return (tuple(self._token(v) for v in out)
+                        + tuple(_current(o, a) for o, a in carried))
+            finally:
+                for o, before in zip(self.owned, saved):
+                    restore_attributes(o.obj, before or {})
+
+        return run
+
+    def _copies(self, user) -> list[tuple[int, Any]]:
+        """``(position, attributes)`` of the inputs that are a rebuilt copy of an object
+        the block was given (a registered dataclass the carry flattened)."""
+        out = []
+        for j, (v, given) in enumerate(zip(user, self.values)):
+            if v is not given and type(v) is type(given) and any(
+                    given is o.obj for o in self.owned) and _is_node(given):
+                out.append((j, attribute_values(v) or {}))
+        return out
+
+    def _check(self, entry, carried, copies, user, out) -> None:
+        """Raises what a traced call did to the objects that the block does not carry
+        yet: ``_Retrace`` to carry it, or the error refusing it. ``out`` is the call's
+        outputs, None for a function that returns no state (a loop's test)."""
+        carried_keys = {(id(o.obj), a) for o, a in carried}
+        new: list[tuple[_Owned, str]] = []
+        same: list[Any] = []
+        for o, was in zip(self.owned, entry):
+            now = attribute_values(o.obj) or {}
+            changed = [key for key in dict.fromkeys([*was, *now])
+                       if was.get(key, MISSING) is not now.get(key, MISSING)]
+            if not changed:
+                continue
+            for key in changed:
+                self._refuse(o, key, now, out)
+                if (id(o.obj), key) not in carried_keys:
+                    new.append((o, key))
+            if _is_node(o.obj) and out is not None and any(v is o.obj for v in out):
+                same.append(o.obj)  # updated in place and handed on: as itself
+        for j, before in copies:
+            now = attribute_values(user[j]) or {}
+            changed = [key for key in dict.fromkeys([*before, *now])
+                       if before.get(key, MISSING) is not now.get(key, MISSING)]
+            if changed:  # a copy updated in place: hand on the original instead
+                original = self.values[j]
+                same.append(original)
+                o = next(o for o in self.owned if o.obj is original)
+                for key in changed:
+                    self._refuse(o, key, now, out)
+                    new.append((o, key))
+        if out is not None:
+            self._refuse_replaced(user, out)
+        grew = False
+        for o, a in new:
+            if all(o is not o2 or a != a2 for o2, a2 in self.carried):
+                self.carried.append((o, a))
+                grew = True
+        for x in same:
+            if all(x is not s for s in self.same):
+                self.same.append(x)
+                grew = True
+        if grew:
+            raise _Retrace()
+
+    def _refuse(self, o: _Owned, key: str, now: dict, out) -> None:
+        """Raises where the change of ``o``'s attribute ``key`` cannot be carried."""
+        label = f"{o.label}.{key}"
+        self._refuse_code_on_assignment(o, key)
+        if out is None:
+            raise self.error(f"the test of a staged {self.construct} cannot assign an "
+                             f"attribute",
+                             f"`{label}` is assigned while the loop's test runs; staged, the "
+                             f"test hands on only whether the loop goes on", label,
+                             f"assign `{label}` in the loop body")
+        if key not in now:
+            raise self.error(f"an attribute cannot be deleted inside a staged "
+                             f"{self.construct}",
+                             f"`del {label}` runs in the {self.construct}, whose Python runs "
+                             f"once while tracing", label, f"set `{label}` to a value instead")
+        if key not in o.start and self.construct != "`if`":
+            raise self.error(f"an attribute first assigned inside a staged {self.construct} "
+                             f"must be set before it",
+                             f"`{label}` does not exist before the loop and is assigned in its "
+                             f"body; staged, it would have no value before the first iteration",
+                             label, f"set `{label}` before the loop (e.g. `{label} = "
+                                    f"jnp.zeros(...)`)")
+
+    def _refuse_replaced(self, user, out) -> None:
+        """An object handed through as itself must come out as itself where it went in."""
+        for j, v in enumerate(user[:len(out)]):
+            if any(v is s for s in self.same) and out[j] is not v:
+                name = self.labels_in[j]
+                raise self.error(f"an object updated in place in a staged {self.construct} "
+                                 f"must not be replaced there",
+                                 f"`{name}` is updated in place (its attributes are assigned) "
+                                 f"and is bound to another object on a path through the "
+                                 f"{self.construct}; staged code hands on one or the other",
+                                 name, f"either assign `{name}`'s attributes or bind `{name}` "
+                                       f"to a new object, on every path")
+
+    def _refuse_code_on_assignment(self, o: _Owned, key: str) -> None:
+        """Refuses an object whose class runs code when an attribute is assigned: what
+        it stores could be carried, but that code's Python would run once while tracing."""
+        t = type(o.obj)
+        found = _code_on_assignment(t)
+        if found is None:
+            return
+        what, name = found
+        target = f"{o.label}.{name}" if name else o.label
+        raise self.error(f"an object whose class runs code on assignment cannot have its "
+                         f"attributes carried through a staged {self.construct}",
+                         f"`{o.label}.{key}` changes in the {self.construct}, and "
+                         f"`{t.__name__}` has {what}, whose Python would run once while "
+                         f"tracing", target,
+                         f"compute the new value in a local variable and assign `{target}` "
+                         f"after the {self.construct}")
+
+    def error(self, rule: str, observed: str, variable: str | None, fix: str):
+        cls = errors.BranchError if self.construct == "`if`" else errors.LoopStateError
+        return cls(rule, observed=observed, variable=variable, fix=fix)
+
+
+def _current(o: _Owned, attr: str):
+    value = (attribute_values(o.obj) or {}).get(attr, MISSING)
+    return Undefined(f"{o.label}.{attr}") if value is MISSING else value
+
+
+def _code_on_assignment(t: type) -> tuple[str, str | None] | None:
+    """What in class ``t`` runs when an attribute is assigned, in words, and the attribute
+    it is for: a property with a setter, another data descriptor, ``__setattr__``."""
+    for klass in t.__mro__[:-1]:
+        if "__setattr__" in klass.__dict__:
+            return "`__setattr__`", None
+        for name, member in klass.__dict__.items():
+            if isinstance(member, (types.MemberDescriptorType, types.GetSetDescriptorType)):
+                continue  # a slot, `__dict__`, `__weakref__`
+            if isinstance(member, property):
+                if member.fset is not None:
+                    return f"the property `{name}` with a setter", name
+            elif hasattr(type(member), "__set__"):
+                return f"the descriptor `{name}`", name
+    return None
+
+
+def _is_node(x) -> bool:
+    """Whether JAX flattens ``x`` into leaves (a registered dataclass), not a leaf itself."""
+    leaves = jax.tree_util.tree_leaves(x, is_leaf=lambda y: y is not x)
+    return not (len(leaves) == 1 and leaves[0] is x)
