@@ -13,6 +13,8 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
   whose increment comes last has no ``continue``), ``for`` over static
   ranges (short ones, which run as Python loops, and ones of 19-20 steps,
   which are staged), traced ranges (``range(n)``, ``range(k % 4)``) and arrays;
+* ``match`` on an int expression: literal cases, an or-pattern, a capture
+  with a guard and a wildcard, bodies as ``if`` branches;
 * ``break``, ``continue`` and ``return`` at the end of blocks at any depth,
   and ``if ...: break`` first in a ``while`` body,
   nesting up to depth 3, and locals first assigned inside loops and
@@ -180,9 +182,10 @@ class Generator:
     numbers), ``"after_loop_reads"`` (reading, after a loop over a static
     range or an array, what its body assigned), ``"ifexp"`` (``a if c else
     b``), ``"helpers"`` (helper functions and JAX transformations of them),
-    and each of ``python_values.FEATURES``. A feature left out takes no
-    draws: excluding all of ``FEATURES`` gives the programs each seed gave
-    before they were added.
+    ``"match"`` (``match`` statements), and each of ``python_values.FEATURES``.
+    A feature left out takes no draws: excluding all of ``FEATURES`` gives the
+    programs each seed gave before they were added (``match`` statements,
+    added after them, are left out then too).
     """
 
     def __init__(self, ch: Chooser, *, p_maybe: float = 0.0015, max_depth: int = MAX_DEPTH,
@@ -542,13 +545,16 @@ class Generator:
 
     def statement(self, env: Env, depth: int):
         ch = self.ch
-        kinds = ["assign", "aug", "if", "for", "while", "python"]
-        weights = [5, 3, 2.2, 1.4, 1.1, self.pv.weight()]
+        kinds = ["assign", "aug", "if", "for", "while", "python", "match"]
+        legacy = "match" in self.exclude or FEATURES <= self.exclude
+        weights = [5, 3, 2.2, 1.4, 1.1, self.pv.weight(), 0 if legacy else 0.4]
         if depth >= self.max_depth:
-            kinds, weights = kinds[:2] + kinds[5:], weights[:2] + weights[5:]
+            kinds, weights = kinds[:2] + kinds[5:6], weights[:2] + weights[5:6]
         kind = ch.pick(kinds, weights)
         if kind == "python":
             return self.pv.statement(env, depth)
+        if kind == "match":
+            return self.match_stmt(env, depth)
         if kind == "aug":
             out = self.augassign(env)
             return (out, False) if out is not None else (self.assign(env), False)
@@ -583,6 +589,42 @@ class Generator:
             if not term:
                 paths.append(b_env)
         if not has_else:
+            paths.append(env.copy())
+        env.maybe = all_maybe
+        if not paths:
+            return lines, True
+        env.defs = set.intersection(*(p.defs for p in paths))
+        return lines, False
+
+    def match_stmt(self, env: Env, depth: int):
+        """``match`` on an int: each case a branch, as in ``if_stmt``."""
+        ch = self.ch
+        capture = f"m{depth}"   # read only by its guard and its own body
+        heads = ["case 0:", f"case {ch.pick(['1 | 2', '1', '-1 | 3'])}:"]
+        if ch.flip(0.5):
+            heads.append(f"case {capture} if {capture} {ch.pick(_CMP)} {self.iatom(env)}:")
+        has_wildcard = ch.flip(0.5)
+        if has_wildcard:
+            heads.append("case _:")
+        lines = [f"match {self.iexpr(env, 1)}:"]
+        paths, all_maybe = [], set(env.maybe)
+        for head in heads:
+            b_env = env.copy()
+            prefix = []
+            if capture in head:
+                prefix = [f"k = ({capture} + 1) % 5"]
+                b_env.assign("k")
+            self.pv.blocks.append("if")
+            try:
+                body, term = self.block(b_env, depth + 1, 1, 3, kind="if")
+            finally:
+                self.pv.blocks.pop()
+            lines.append("    " + head)
+            lines += ["        " + ln for ln in prefix + body]
+            all_maybe |= b_env.maybe
+            if not term:
+                paths.append(b_env)
+        if not has_wildcard:
             paths.append(env.copy())
         env.maybe = all_maybe
         if not paths:
