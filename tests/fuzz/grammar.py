@@ -31,6 +31,10 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
   a module-level list, nested item assignments with side-effecting indices,
   and ``print``; what they build is returned too.
 
+* an object ``o = State(x)`` of a module-level class, whose attributes
+  ``o.t`` (a float) and ``o.m`` (an int counter) are assigned, updated,
+  read and set by its method ``o.bump(...)`` in any block; both are returned.
+
 The plain-Python run of the module (decorators included) is the meaning of
 the program. It is always well defined: vector conditions are
 reduced, indices are taken ``% 3``, int locals stay small (assignments are
@@ -182,7 +186,8 @@ class Generator:
     numbers), ``"after_loop_reads"`` (reading, after a loop over a static
     range or an array, what its body assigned), ``"ifexp"`` (``a if c else
     b``), ``"helpers"`` (helper functions and JAX transformations of them),
-    ``"match"`` (``match`` statements), and each of ``python_values.FEATURES``.
+    ``"match"`` (``match`` statements), ``"attributes"`` (the object ``o``), and
+    each of ``python_values.FEATURES``.
     A feature left out takes no draws: excluding all of ``FEATURES`` gives the
     programs each seed gave before they were added (``match`` statements,
     added after them, are left out then too).
@@ -199,6 +204,7 @@ class Generator:
         self.maybe_reads = 0
         self.helpers: list[tuple[str, str]] = []   # (name, kind) callable from `f`
         self.pv = PythonValues(self)
+        self.attrs = False   # whether `f` has the object `o`
 
     # -- variables ---------------------------------------------------------
 
@@ -453,6 +459,8 @@ class Generator:
             parts.append(self.vexpr(env, 1))
         if "i" in self.ret_kind:
             parts.append(self.iexpr(env, 1))
+        if self.attrs:
+            parts.append("o.t, o.m")
         if self.pv.enabled:
             parts.append(EXTRAS)   # the values of `python` statements, filled in at the end
         return ", ".join(parts)
@@ -545,9 +553,10 @@ class Generator:
 
     def statement(self, env: Env, depth: int):
         ch = self.ch
-        kinds = ["assign", "aug", "if", "for", "while", "python", "match"]
+        kinds = ["assign", "aug", "if", "for", "while", "python", "match", "attr"]
         legacy = "match" in self.exclude or FEATURES <= self.exclude
-        weights = [5, 3, 2.2, 1.4, 1.1, self.pv.weight(), 0 if legacy else 0.4]
+        weights = [5, 3, 2.2, 1.4, 1.1, self.pv.weight(), 0 if legacy else 0.4,
+                   0.8 if self.attrs else 0]
         if depth >= self.max_depth:
             kinds, weights = kinds[:2] + kinds[5:6], weights[:2] + weights[5:6]
         kind = ch.pick(kinds, weights)
@@ -555,6 +564,8 @@ class Generator:
             return self.pv.statement(env, depth)
         if kind == "match":
             return self.match_stmt(env, depth)
+        if kind == "attr":
+            return self.attr_stmt(env), False
         if kind == "aug":
             out = self.augassign(env)
             return (out, False) if out is not None else (self.assign(env), False)
@@ -565,6 +576,24 @@ class Generator:
         if kind == "for":
             return self.for_stmt(env, depth), False
         return self.while_stmt(env, depth), False
+
+    def attr_stmt(self, env: Env) -> list[str]:
+        """An assignment, update or read of the attributes of ``o``."""
+        ch = self.ch
+        form = ch.pick(["set", "aug", "count", "method", "read"], [2, 3, 1, 1.5, 2])
+        if form == "set":
+            return [f"o.t = {self.fexpr(env, ch.integer(1, 2))}"]
+        if form == "aug":
+            op = ch.pick(["+=", "-=", "*="], [3, 2, 1])
+            return [f"o.t {op} {self.fbounded(env, 1) if op == '*=' else self.fexpr(env, 1)}"]
+        if form == "count":
+            return ["o.m += 1"]
+        if form == "method":
+            return [f"o.bump({self.fexpr(env, 1)})"]
+        target = ch.pick(["a", "b", "c"])
+        line = f"{target} = o.t * {self.fbounded(env, 0)} + {self.fexpr(env, 1)}"
+        env.assign(target)
+        return [line]
 
     def if_stmt(self, env: Env, depth: int):
         ch = self.ch
@@ -735,15 +764,22 @@ class Generator:
                 self.helpers.append((name, kind))
                 prelude += src + "\n\n"
         self.ret_kind = ch.pick(["f", "fv", "fi", "fvi"], [3, 2, 1.5, 1])
+        if "attributes" not in self.exclude and not FEATURES <= self.exclude:
+            self.attrs = ch.flip(0.3)
         env = Env(defs=set(PARAMS), maybe=set(PARAMS))
         body, term = self.block(env, 0, 2, 7, kind="top")
         if not term:
             body.append(f"return {self.ret_value(env)}")
-        body = self.pv.setup() + body
-        src = (self.pv.prelude() + prelude + "def f(x, v, n):\n"
+        body = (["o = State(x)"] if self.attrs else []) + self.pv.setup() + body
+        src = (self.pv.prelude() + (_STATE if self.attrs else "") + prelude
+               + "def f(x, v, n):\n"
                + "".join(f"    {ln}\n" for ln in body))
         extras = "".join(f", {e}" for e in self.pv.extras())
         return Program(src.replace(f", {EXTRAS}", extras), maybe_reads=self.maybe_reads)
+
+
+_STATE = ("class State:\n    def __init__(self, t):\n        self.t = t\n        self.m = 0\n\n"
+          "    def bump(self, y):\n        self.t = self.t + y\n        self.m += 1\n\n\n")
 
 
 def _float_return(line: str) -> str:
