@@ -17,6 +17,7 @@ from autograph.directives import set_loop_options
 from autograph.errors import (
     AutographError,
     BranchError,
+    BuiltinError,
     ConditionError,
     ConversionError,
     LoopStateError,
@@ -40,7 +41,7 @@ __all__ = [
     "convert", "to_code", "do_not_convert", "set_loop_options", "function", "Function",
     "ConcreteFunction", "TensorSpec", "run_functions_eagerly", "functions_run_eagerly",
     "run_eagerly", "print", "export", "save", "load", "ArtifactError", "AutographError",
-    "ConversionError", "ConditionError", "BranchError", "LoopStateError",
+    "ConversionError", "ConditionError", "BranchError", "BuiltinError", "LoopStateError",
     "SourceUnavailableError",
     "UndefinedVariableError",
 ]

@@ -35,6 +35,8 @@ class Anno(enum.Enum):
                     "Python values (the loop runs as Python where one starts as a Python "
                     "number).")
     CLOSURE_READS = "frozenset of a function's local names that its nested user functions read."
+    TRUTH_TEST = ("Marks an `and`/`or` whose value is only tested for truth (an `if` or "
+                  "`while` test, ...; see `truth_tests`).")
     GENERATED = ("Marks a function a converter made for a branch or loop body; it is called "
                  "in place.")
 

@@ -26,7 +26,7 @@ from typing import Mapping
 
 __all__ = [
     "AutographError", "ConversionError", "ConditionError", "BranchError",
-    "LoopStateError", "UndefinedVariableError", "Location",
+    "LoopStateError", "UndefinedVariableError", "BuiltinError", "Location",
 ]
 
 
@@ -105,6 +105,23 @@ class ConditionError(AutographError, TypeError):
 
     Example: an array with more than one element; reduce it with ``.any()`` or
     ``.all()`` first.
+    """
+
+
+class BuiltinError(AutographError, TypeError):
+    """A built-in function cannot give Python's answer for a traced argument.
+
+    Examples: ``float`` of an array with dimensions (Python's ``TypeError``);
+    three-argument ``pow`` of traced integers.
+
+    >>> import jax, jax.numpy as jnp, autograph
+    >>> def mean_of(xs):
+    ...     return float(xs) / 3
+    >>> jax.jit(autograph.convert(mean_of))(jnp.ones(3))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    autograph.errors.BuiltinError: ...: `float` converts only a scalar (0-d) array, ...
+    ...
     """
 
 

@@ -27,6 +27,7 @@ from autograph.converters import (
     private_names,
     raise_statements,
     return_statements,
+    truth_tests,
     try_statements,
     undefined_reads,
     walrus_operands,
@@ -76,6 +77,8 @@ PASSES = (
     index_uses,               # marks `for` loops that use their index as a Python value
                               # (`f"w{i}"`, `str(i)`), read before print_calls rewrites
                               # the formatting it may do at run time
+    truth_tests,              # marks the `and`/`or` read only for truth (`if` tests, ...),
+                              # before the passes that lower those statements
     print_calls,              # print(...) -> ag__.print_, before call_trees would see it
     assert_statements,        # assert -> ag__.assert_; a statement less for the passes below
     del_statements,           # del x -> x = ag__.Undefined('x'): then an ordinary assignment

@@ -2,14 +2,22 @@
 
     y = helper(x, k=2)       ->   y = ag__.converted_call(helper, x, k=2)
     z = jnp.sin(x)           ->   z = jnp.sin(x)
+    m = min(y, z)            ->   m = ag__.converted_call(min, y, z)
 
 Whether a callee is user code is decided at run time, by the runtime's table
 of modules never converted; this pass only leaves out calls that are
 certainly not user code, so generated code stays close to the source: Python
 built-ins (unless the function rebinds the name), functions reached through
 well-known library modules (``jnp.``, ``lax.``, ``np.``, ...), and common
-methods of arrays, lists, dicts and strings. ``super()`` gets its explicit
-form, since converted code is not compiled inside the class.
+methods of arrays, lists, dicts and strings. The built-ins the runtime gives
+Python's meaning on traced values (``min``, ``float``, ``any``, ...; see
+``runtime/builtins``) are calls like any other: the runtime finds its own
+operator by the callee's identity, so a name the module binds to something
+else (``from numpy import max``) keeps its meaning. Inside the body of a
+`try` with handlers they stay plain calls: there a handler may catch the
+error ``int(x)`` of a traced ``x`` raises while tracing, as under plain
+``jax.jit``. ``super()`` gets its explicit form, since converted code is not
+compiled inside the class.
 """
 
 from __future__ import annotations
@@ -27,7 +35,11 @@ NODES = (gast.Call,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
 KEEPS = (Analysis.SCOPES,)  # rewrites calls only: no name is bound or rebound
 
-BUILTIN_NAMES = frozenset(dir(builtins))
+# Built-ins the runtime replaces where an argument is traced (`runtime/builtins`);
+# equal to its table, as a test checks.
+TRACED_BUILTINS = frozenset({"float", "int", "bool", "complex", "min", "max", "any", "all",
+                             "sorted", "pow"})
+BUILTIN_NAMES = frozenset(dir(builtins)) - TRACED_BUILTINS
 LIBRARY_ROOTS = frozenset({
     "jnp", "jax", "lax", "np", "numpy", "math", "cmath", "random", "functools",
     "itertools", "operator", "optax", "jr", "jsp", "scipy", "os", "sys", "time",
@@ -79,9 +91,37 @@ def _root(node):
 
 
 class _Transformer(LocalNamesTransformer):
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        self.catching: list[bool] = [False]  # per function: inside a `try` body with handlers
+
+    def visit_FunctionDef(self, node):
+        self.catching.append(False)
+        try:
+            return super().visit_FunctionDef(node)
+        finally:
+            self.catching.pop()
+
+    def visit_Try(self, node):
+        # the pass rewrites calls inside statements, never a statement itself
+        outer = self.catching[-1]
+        self.catching[-1] = outer or bool(node.handlers)
+        try:
+            for stmt in node.body:
+                self.visit(stmt)
+        finally:
+            self.catching[-1] = outer
+        for stmt in node.handlers + node.orelse + node.finalbody:
+            self.visit(stmt)
+        return node
+
+    visit_TryStar = visit_Try
+
     def _is_library(self, func) -> bool:
         local = self.locals
         if isinstance(func, gast.Name):
+            if func.id in TRACED_BUILTINS and self.catching[-1]:
+                return func.id not in local
             return func.id in BUILTIN_NAMES and func.id not in local
         if isinstance(func, gast.Attribute):
             if func.attr in LIBRARY_METHODS or _is_at_update(func):

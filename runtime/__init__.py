@@ -4,7 +4,10 @@ Each operator decides at run time: Python values keep plain Python
 semantics; traced values are staged with ``lax``.
 """
 
-from . import calls
+import builtins as _python
+
+from . import builtins, calls
+from .builtins import in_
 from .calls import converted_call
 from .conditionals import if_exp, if_stmt
 from .items import setitem, setitem_attr
@@ -24,7 +27,7 @@ from .strings import format_, fstring, percent_format, repr_, str_, str_format
 from .values import Undefined, UndefinedReturn, ld, outer_assigned
 
 __all__ = [
-    "converted_call", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
+    "converted_call", "in_", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
     "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
     "UndefinedReturn", "print_", "assert_", "ld", "raised", "in_flight", "outer_assigned",
     "setitem", "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format",
@@ -33,8 +36,12 @@ __all__ = [
     "has_match_attrs", "match_attr",
 ]
 
-# Built-ins reached as values (`fn = range; fn(n)`) run as if written literally.
+# Built-ins reached as values (`fn = range; fn(n)`) run as if written literally;
+# those of `builtins` (`min`, `float`, ...) are called so wherever they are written.
 for _builtin, _replacement in ((range, range_), (enumerate, enumerate_), (zip, zip_),
                                (reversed, reversed_), (print, print_)):
     calls.register_builtin(_builtin, _replacement)
-del _builtin, _replacement
+for _name in builtins.__all__:
+    if _name != "in_":
+        calls.register_builtin(getattr(_python, _name[:-1]), getattr(builtins, _name))
+del _builtin, _replacement, _name

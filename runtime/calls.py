@@ -17,6 +17,9 @@ made by ``jax.jit``                ``jax.jit`` of the converted function, with t
 ``jax.custom_jvp``/``custom_vjp``  rebuilt around converted functions and rules
 ``range``, ``enumerate``, ...      the runtime's own ``range_``, ``enumerate_``,
                                    ``zip_``, ``reversed_``, ``print_``
+``min``, ``float``, ``any``, ...   their operators in ``builtins`` (``min_``,
+                                   ``float_``, ``any_``, ...): Python's meaning on
+                                   traced values
 a Python function                  converted, unless a library's (the table of
                                    modules never converted: JAX, NumPy, the
                                    standard library, ...)

@@ -12,61 +12,97 @@ from autograph import errors
 
 from .conditionals import if_exp
 from .conditions import condition
-from .values import fail_at_run_time, is_traced, taken_when
+from .values import describe, fail_at_run_time, is_traced, taken_when
 
 
 def _truth(x, op: str):
     return condition(x, f"`{op}`") if is_traced(x) else x
 
 
-def and_(left: Any, right_thunk: Callable[[], Any]) -> Any:
+def and_(left: Any, right_thunk: Callable[[], Any], test: bool = False) -> Any:
     """``left and right_thunk()``.
 
     The semantics are given by this Python implementation::
 
-        return right_thunk() if left else left
+        value = right_thunk() if left else left
+        return bool(value) if test else value
 
     When ``left`` is traced, both sides are evaluated and the result is
     chosen with ``lax.cond`` (like ``a if c else b``): ``right`` where
     ``left`` is true, else ``left``, with JAX's type promotion. For two
     booleans this is ``jnp.logical_and``.
 
+    With ``test`` (the expression is the test of an `if`, a `while`, ... and
+    only its truth is used) a traced ``left`` gives the traced truth of both
+    operands, so a right operand that is a Python value (``None``, a string, a
+    list), which no array could stand for, decides by its own truth: a false
+    one makes the test a Python ``False``.
+
     Args:
       left: the left operand, a Python value or a traced scalar.
       right_thunk: computes the right operand, which Python evaluates only
         when ``left`` is true.
+      test: only the truth of the result is used.
 
     Returns:
-      The value of the expression.
+      The value of the expression (with ``test``, where ``left`` is traced,
+      its truth).
     """
     c = _truth(left, "and")
     if not is_traced(c):
         return right_thunk() if c else left
+    if test:
+        return _staged_test(c, right_thunk, "and")
     return _staged(left, c, right_thunk, "and")
 
 
-def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
+def or_(left: Any, right_thunk: Callable[[], Any], test: bool = False) -> Any:
     """``left or right_thunk()``.
 
     The semantics are given by this Python implementation::
 
-        return left if left else right_thunk()
+        value = left if left else right_thunk()
+        return bool(value) if test else value
 
     When ``left`` is traced, both sides are evaluated and the result is
     chosen as in :func:`and_`; for two booleans this is ``jnp.logical_or``.
+    With ``test``, as in :func:`and_`: a true Python right operand makes the
+    test a Python ``True``.
 
     Args:
       left: the left operand, a Python value or a traced scalar.
       right_thunk: computes the right operand, which Python evaluates only
         when ``left`` is false.
+      test: only the truth of the result is used.
 
     Returns:
-      The value of the expression.
+      The value of the expression (with ``test``, where ``left`` is traced,
+      its truth).
     """
     c = _truth(left, "or")
     if not is_traced(c):
         return left if c else right_thunk()
+    if test:
+        return _staged_test(c, right_thunk, "or")
     return _staged(left, c, right_thunk, "or")
+
+
+def _staged_test(c, right_thunk, op: str):
+    """The truth of ``left and right`` / ``left or right`` for a traced truth ``c`` of
+    ``left``: a Python bool where the right operand's Python truth decides."""
+    needed = c if op == "and" else jnp.logical_not(c)
+    try:
+        with taken_when(needed):
+            right = right_thunk()
+    except errors.UndefinedVariableError as e:
+        fail_at_run_time(jnp.logical_not(needed), e)
+        return c
+    r = _truth(right, op)
+    if not is_traced(r):
+        if op == "and":
+            return c if r else False
+        return True if r else c
+    return (lax.bitwise_and if op == "and" else lax.bitwise_or)(c, r)
 
 
 def _staged(left, c, right_thunk, op: str):
@@ -92,7 +128,15 @@ def _staged(left, c, right_thunk, op: str):
     if_true, if_false = (right, left) if op == "and" else (left, right)
     if _is_bool(if_true) and _is_bool(if_false):
         return jnp.where(c, if_true, if_false)
-    return if_exp(c, lambda: if_true, lambda: if_false)
+    try:
+        return if_exp(c, lambda: if_true, lambda: if_false)
+    except errors.BranchError:
+        raise errors.BranchError(
+            f"the value of an `{op}` whose left operand is traced must be one array",
+            observed=f"it is {describe(if_true)} where the left operand is true and "
+                     f"{describe(if_false)} where it is false",
+            fix="test it in an `if` or `while` (only its truth counts there), or give both "
+                "operands numbers or arrays of one shape") from None
 
 
 def _bool_scalar(x) -> bool:

@@ -107,16 +107,45 @@ def in_python_container(x, d):
     return ("a" in d) and ("z" not in d), x + d["a"]
 
 
-def in_traced(x):
-    return x in [1.0, 2.0]
+def in_traced(x, xs):
+    return x in [1.0, 2.0], x in xs, x not in xs
+
+
+def in_set_traced(x):
+    return x in {1.0, 2.0}
 
 
 def test_in():
     _both(in_python_container, (1.0, {"a": 2.0}))
-    _py(in_traced, 2.0)
-    # traced element: Python's `in` calls bool() on a traced comparison
-    _raises(jax.errors.TracerBoolConversionError,
-            lambda: jax.jit(autograph.convert(in_traced))(2.0), in_traced, "return x in")
+    # traced: a traced bool (`==` with each list item; a 1-D array's own `in`)
+    _both(in_traced, (2.0, np.array([2.0, 5.0], np.float32)),
+          (3.0, np.array([2.0, 5.0], np.float32)))
+    # a set hashes its items: a tracer is unhashable
+    _raises(TypeError, lambda: jax.jit(autograph.convert(in_set_traced))(2.0), in_set_traced,
+            "return x in {1.0, 2.0}")
+
+
+def and_python_operand(x, y):
+    if x > 1 and y:
+        return x
+    return -x
+
+
+def and_python_operand_value(x, y):
+    return x > 1 and y
+
+
+def test_and_or_python_operand():
+    for y in (None, "a", 0, [1]):
+        _py(and_python_operand, 2.0, y)
+        for x in (2.0, 0.5):
+            want = and_python_operand(x, y)
+            got = jax.jit(autograph.convert(lambda v, y=y: and_python_operand(v, y)))(x)
+            assert float(got) == want
+    # as a value, `False` (an array) or `None` cannot be one array
+    _raises(autograph.BranchError,
+            lambda: jax.jit(autograph.convert(lambda v: and_python_operand_value(v, None)))(2.0),
+            and_python_operand_value, "return x > 1 and y")
 
 
 def conditional_expression(x):
@@ -253,17 +282,67 @@ def calls_builtins(x, xs):
     return abs(x), len(xs), min(len(xs), 2), float(round(2.6)), sum(xs)
 
 
-def builtin_max_traced(x):
-    return max(x, 0.0)
+def calls_builtins_traced(x, n):
+    return abs(x), round(x), round(x, 1), divmod(x, 0.75), sum([x, n], 0.5)
 
 
 def test_call_builtin():
     _py(calls_builtins, -2.0, [1, 2, 3])
     _jit(calls_builtins, -2.0, [1, 2, 3])
-    _py(builtin_max_traced, 2.0)
-    _raises(jax.errors.TracerBoolConversionError,
-            lambda: jax.jit(autograph.convert(builtin_max_traced))(2.0),
-            builtin_max_traced, "return max(x, 0.0)")
+    _both(calls_builtins_traced, (2.5, 7), (-3.5, -8))
+
+
+def casts(x, n):
+    return float(n), int(x), int(-x), bool(x), complex(x, 1.0)
+
+
+def cast_of_array(xs):
+    return float(xs)
+
+
+def test_call_builtin_cast():
+    _both(casts, (2.7, 3), (-0.5, 0))
+    _raises(autograph.BuiltinError, lambda: jax.jit(autograph.convert(cast_of_array))(
+        jnp.ones(3)), cast_of_array, "return float(xs)")
+
+
+def min_max(x, xs):
+    return max(x, 0.0), min(x, 1.0, -x), max(xs), min([x, 2.0]), min(range(3), key=lambda i: xs[i])
+
+
+def min_of_rows(xs):
+    return min(xs)
+
+
+def test_call_builtin_min_max():
+    _both(min_max, (2.0, np.array([3.0, -1.0, 2.0], np.float32)),
+          (-2.0, np.array([0.0, 5.0, 5.0], np.float32)))
+    _raises(autograph.ConditionError, lambda: jax.jit(autograph.convert(min_of_rows))(
+        jnp.ones((2, 2))), min_of_rows, "return min(xs)")
+
+
+def any_all_sorted(x, xs):
+    return any([x > 1, x < -1]), all(v > 0 for v in xs), sorted(xs), sorted(xs, reverse=True)
+
+
+def test_call_builtin_any_all_sorted():
+    _both(any_all_sorted, (2.0, np.array([3.0, -1.0, 2.0], np.float32)),
+          (0.0, np.array([1.0, 5.0], np.float32)))
+
+
+def pow_negative(n):
+    return pow(n, -1), pow(n, 2)
+
+
+def pow_modular(n):
+    return pow(n, 2, 5)
+
+
+def test_call_builtin_pow():
+    _both(pow_negative, (4,), (-2,))
+    _py(pow_modular, 4)
+    _raises(autograph.BuiltinError, lambda: jax.jit(autograph.convert(pow_modular))(4),
+            pow_modular, "return pow(n, 2, 5)")
 
 
 def calls_jnp(x):
@@ -340,10 +419,8 @@ def generator_traced_any(xs):
 
 def test_generator_expression():
     _both(generator_expression, (np.arange(3.0, dtype=np.float32),))
-    _py(generator_traced_any, np.arange(3.0))
-    _raises(jax.errors.TracerBoolConversionError,
-            lambda: jax.jit(autograph.convert(generator_traced_any))(jnp.ones(2)),
-            generator_traced_any, "return any(v > 0 for v in xs)")
+    _both(generator_traced_any, (np.arange(3.0, dtype=np.float32),),
+          (-np.arange(3.0, dtype=np.float32),))
 
 
 SEEN = []

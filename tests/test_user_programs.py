@@ -833,10 +833,20 @@ def float_of_item(x):
     return total
 
 
-def test_python_conversion_of_traced_item_names_user_line():
+def list_item_of_traced_index(x):
+    total = 0.0
+    for v in x:
+        total += [1.0, 2.0][int(v)]
+    return total
+
+
+def test_python_conversion_of_traced_item():
+    # `float(v)` of a traced item is a cast, as the Python run's float
+    check_equivalent(float_of_item, (np.array([1.0, -2.0, 3.0], np.float32),))
+    # where Python needs an int (a list index), the traced one fails naming the user's line
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(Exception) as e:
-            jitc(float_of_item)(jnp.ones(3))
+            jitc(list_item_of_traced_index)(jnp.ones(3))
     notes = "\n".join(getattr(e.value, "__notes__", []))
-    assert "total += float(v)" in str(e.value) + notes
+    assert "total += [1.0, 2.0][int(v)]" in str(e.value) + notes

@@ -34,12 +34,14 @@ def test_golden_docstring_example():
         def f(x):
             y = helper(x, k=2)
             z = jnp.sin(x)
-            return y + z
+            m = min(y, z)
+            return m
     """, """
         def f(x):
             y = ag__.converted_call(helper, x, k=2)
             z = jnp.sin(x)
-            return y + z
+            m = ag__.converted_call(min, y, z)
+            return m
     """, passes=(call_trees,))
 
 
@@ -54,7 +56,7 @@ def test_golden_builtins_library_and_array_methods_stay():
     """, """
         def f(x, obj):
             n = len(x)
-            m = max(n, abs(x.sum()))
+            m = ag__.converted_call(max, n, abs(x.sum()))
             w = ag__.converted_call(obj.method, x)
             v = np.cos(lax.stop_gradient(x)).mean()
             return n + m + w + v
@@ -71,6 +73,39 @@ def test_golden_rebound_builtin_is_a_user_call():
             len = lambda v: 3
             return ag__.converted_call(len, x)
     """)
+
+
+def test_golden_builtins_with_a_traced_meaning_are_calls():
+    assert_golden("""
+        def f(a, d, n):
+            m = min(d[0] + 1, d[1] + 1, d[2])
+            k = max(range(n), key=lambda i: a[i])
+            return float(n) + int(m), any(v > 0 for v in a), sorted(a), pow(n, -1)
+    """, """
+        def f(a, d, n):
+            m = ag__.converted_call(min, d[0] + 1, d[1] + 1, d[2])
+            k = ag__.converted_call(max, range(n), key=lambda i: a[i])
+            return (ag__.converted_call(float, n) + ag__.converted_call(int, m), ag__.converted_call(any, (v > 0 for v in a)), ag__.converted_call(sorted, a), ag__.converted_call(pow, n, -1))
+    """, passes=(call_trees,))
+
+
+def test_golden_builtins_in_a_try_body_stay():
+    # a handler may catch the error `int(x)` raises while tracing, as under jax.jit
+    assert_golden("""
+        def f(x):
+            try:
+                y = int(x)
+            except TypeError:
+                y = int(-x)
+            return y
+    """, """
+        def f(x):
+            try:
+                y = int(x)
+            except TypeError:
+                y = ag__.converted_call(int, -x)
+            return y
+    """, passes=(call_trees,))
 
 
 def test_golden_star_args_and_nested_calls():

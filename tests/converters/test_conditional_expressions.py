@@ -66,7 +66,7 @@ def test_golden_inside_lambda_and_with_logic():
             return g(x)
     """, """
         def f(x):
-            g = lambda v: ag__.if_exp(ag__.and_(v > 0, lambda: v < 2), lambda: v, lambda: -v)
+            g = lambda v: ag__.if_exp(ag__.and_(v > 0, lambda: v < 2, test=True), lambda: v, lambda: -v)
             return ag__.converted_call(g, x)
     """)
 

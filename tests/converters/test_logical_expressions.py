@@ -1,4 +1,4 @@
-"""`and`, `or`, `not` and chained comparisons: golden output and semantics."""
+"""`and`, `or`, `not`, `in` and chained comparisons: golden output and semantics."""
 
 import inspect
 
@@ -98,8 +98,58 @@ def test_golden_in_if_condition():
             def if_true(x):
                 x = x * 2
                 return (x,)
-            (x,) = ag__.if_stmt(ag__.and_(x > 0, lambda: ag__.not_(x > 2)), if_true, None, (x,), names=('x',))
+            (x,) = ag__.if_stmt(ag__.and_(x > 0, lambda: ag__.not_(x > 2), test=True), if_true, None, (x,), names=('x',))
             return x
+    """)
+
+
+def test_golden_membership():
+    assert_golden("""
+        def f(c, xs, d):
+            return c in xs, c not in xs, 0 < c in d
+    """, """
+        def f(c, xs, d):
+            return (ag__.in_(c, xs), ag__.not_(ag__.in_(c, xs)), ag__.and_(0 < c, lambda: ag__.in_(c, d)))
+    """, passes=(logical_expressions,))
+
+
+def test_golden_membership_in_a_try_body_stays():
+    assert_golden("""
+        def f(c, xs):
+            try:
+                found = c in xs
+            except TypeError:
+                found = c not in xs
+            return found
+    """, """
+        def f(c, xs):
+            try:
+                found = c in xs
+            except TypeError:
+                found = ag__.not_(ag__.in_(c, xs))
+            return found
+    """, passes=(logical_expressions,))
+
+
+def test_golden_truth_tests():
+    assert_golden("""
+        def f(x, y):
+            while x < 3 and y:
+                x = x + 1
+            assert x or y
+            z = x and y
+            return not (x and y), 1 if x or y else 2, z
+    """, """
+        def f(x, y):
+            def loop_test(x):
+                return ag__.and_(x < 3, lambda: y, test=True)
+            def loop_body(x):
+                x = x + 1
+                return (x,)
+            (x,) = ag__.while_stmt(loop_test, loop_body, (x,), names=('x',), bound=('x', '<', lambda: 3, 1))
+            ag__.assert_(ag__.or_(x, lambda: y, test=True))
+            z = ag__.and_(x, lambda: y)
+            return (ag__.not_(ag__.and_(x, lambda: y, test=True)), ag__.if_exp(ag__.or_(x, lambda: y, test=True), lambda: 1, lambda: 2), z)
     """)
 
 
