@@ -897,6 +897,11 @@ def _traced_seq_for(seq: TracedSeq, body, state, names, extra_test):
     def loop_body(k, *s):
         return (k + 1,) + tuple(body(seq.element(k), *s))
 
+    outside = OuterState((body, extra_test), state, names)
     out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
                         ("<loop index>",) + tuple(names), Steps(None), loop="for")
+    changed = outside.changed()
+    if changed is not None:
+        outside.restore()  # its trip count is traced: Python cannot run it
+        raise _changes_outside("for", changed)
     return tuple(out[1:])
