@@ -422,3 +422,24 @@ def test_a_staged_while_may_print_the_number(capfd):
     jax.effects_barrier()
     assert float(out) == 10.5
     assert capfd.readouterr().out.split() == ["step", "1", "step", "2", "step", "3"]
+
+
+LOG = []
+
+
+def _note(value):
+    LOG.append(value)
+    return value
+
+
+def helper_effect_in_traced_range(x, n):
+    LOG.clear()
+    for i in range(n):
+        _note(x)
+    return x, len(LOG)
+
+
+def test_a_traced_range_whose_body_changes_outside_state_is_refused():
+    with pytest.raises(autograph.LoopStateError, match=r"`LOG`"):
+        jax.jit(autograph.convert(helper_effect_in_traced_range))(1.5, jnp.int32(3))
+    assert autograph.convert(helper_effect_in_traced_range)(1.5, 3) == (1.5, 3)
