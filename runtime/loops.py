@@ -199,11 +199,12 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                 out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_while(
                     wrap(test, returns_state=False), wrap(body), values, labels, steps),
                     state, names)
-            if bound is not None and limit is not None and bound.limit() != limit:
+            if bound is not None and limit is not None and _limit_changed(bound.limit(), limit):
                 raise errors.LoopStateError(
                     "the limit of a loop's counter must not change inside the loop",
                     observed=f"`{bound.name} {bound.op} ...` bounds the loop, and its limit "
-                             f"changed from {limit} to {bound.limit()} while the body ran",
+                             f"changed from {limit} to {_describe_limit(bound.limit())} while "
+                             f"the body ran",
                     variable=bound.name,
                     fix="compute the limit before the loop, in a variable the body keeps")
             changed = None if outside is None else outside.changed()
@@ -231,6 +232,16 @@ def _refuse_python_numbers(uses, state, names, fns) -> None:
         fix=f"use `{name}` only in arithmetic, comparisons and array indexing inside the loop "
             f"(`print` formats traced values when the program runs), or make the loop's test "
             f"a Python value")
+
+
+def _limit_changed(now, before) -> bool:
+    """Whether a counter's limit changed while a staged body ran: a limit the body
+    carries (an attribute it assigns) is traced afterwards, so it changed."""
+    return is_traced(now) or now != before
+
+
+def _describe_limit(limit) -> str:
+    return "a value the body computes" if is_traced(limit) else str(limit)
 
 
 def _changes_outside(loop: str, changed: str) -> errors.LoopStateError:
