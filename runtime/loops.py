@@ -548,9 +548,16 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 outside.restore()  # what the staging attempt changed, run again by Python
                 if isinstance(e, PythonMeaningError):
                     _note_python_loop(_observed(e), seq.n - k)
-                else:
-                    _warn_unrolled(e)
-                return _python_for(_items_from(seq, k), body, state, names, extra_test)
+                    return _python_for(_items_from(seq, k), body, state, names, extra_test)
+                # the warning only once the unrolled loop traced: an error of the
+                # program itself (a sharding `jax.jit` rejects too) recurs there, and
+                # is raised as `jax.jit` raises it, with no word about unrolling
+                try:
+                    state = _python_for(_items_from(seq, k), body, state, names, extra_test)
+                except Exception as unrolled:  # noqa: BLE001
+                    raise unrolled from None
+                _warn_unrolled(e)
+                return state
         if iterations is None:
             iterations = attributes.Iterations(state, (body, extra_test), names, leading=1)
         iterations.start()
