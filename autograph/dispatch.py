@@ -31,7 +31,17 @@ from typing import Any, Callable
 
 import jax
 
-ARRAY_IMPL = type(jax.numpy.zeros(()))  # jax.Array's concrete type
+def _array_type() -> type:
+    """jax.Array's concrete type, named rather than made: making an array would start
+    the backend, which must wait for ``jax.distributed.initialize``."""
+    try:
+        from jax._src.array import ArrayImpl
+    except ImportError:  # pragma: no cover - a JAX that moved it: every call takes `general`
+        return jax.Array
+    return ArrayImpl
+
+
+ARRAY_IMPL = _array_type()
 
 
 def plain(value) -> bool:
