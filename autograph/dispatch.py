@@ -95,7 +95,7 @@ def _constructor() -> Callable[..., Any] | None:
 
 
 def cpp_entry(name: str, jitted, n_args: tuple[int, int], general: Callable,
-              on_runtime_error: Callable):
+              again: Callable[[BaseException], bool]):
     """A C++ dispatcher for ``jitted`` on ``n_args`` positional arrays, or ``None``.
 
     Args:
@@ -105,8 +105,9 @@ def cpp_entry(name: str, jitted, n_args: tuple[int, int], general: Callable,
         parameters left out take their defaults, as Python constants, as
         ``general`` would make them).
       general: ``general(args, kwargs)`` runs any other call.
-      on_runtime_error: called with a ``JaxRuntimeError`` raised by a call, before
-        it propagates (it may raise the user's own exception instead).
+      again: called with an exception a call raised, before it propagates: it
+        may raise another instead (the user's own exception behind a
+        ``JaxRuntimeError``), or return True to run the call through ``general``.
     """
     build = _constructor()
     if build is None:
@@ -121,9 +122,10 @@ def cpp_entry(name: str, jitted, n_args: tuple[int, int], general: Callable,
             if not kwargs and fewest <= len(args) <= most and all(map(plain, args)):
                 return jit_miss(*args)
             return general(args, kwargs), None, False
-        except jax.errors.JaxRuntimeError as e:
-            on_runtime_error(e)
-            raise
+        except Exception as e:
+            if not again(e):
+                raise
+        return general(args, kwargs), None, False
 
     try:
         return build(name, miss)

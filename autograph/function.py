@@ -13,6 +13,15 @@ One ``Function`` converts its Python function once (control flow to
   structure and by their leaves (hashable containers of Python values only
   by value);
 * separate ``Function`` objects never share traces.
+
+``print``, ``assert`` and ``raise`` on traced values run ordered in a program
+on one device. A ``Function`` whose ``in_shardings``/``out_shardings`` span
+more than one device traces them unordered from the start; one that meets a
+program over several devices otherwise (arguments sharded over a mesh) traces
+again unordered, and keeps to unordered callbacks from then on (see
+:mod:`autograph.runtime.host_callbacks` for what each device then runs). There
+a call whose program stages a check waits for its results, so that a check
+that fails on any device fails the call.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import numpy as np
 
 from autograph import api, errors, modes
 from autograph import dispatch as _dispatch
+from autograph import shardings as _shardings
 from autograph.concrete import (
     BoundConcreteFunction,
     ConcreteFunction,
@@ -37,6 +47,7 @@ from autograph.concrete import (
     check_spec,
     describe,
 )
+from autograph.runtime import host_callbacks as _host_callbacks
 from autograph.runtime import objects as _objects
 from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
@@ -119,8 +130,11 @@ class Function(functools.partial):
     straight into one short Python function and then into ``jax.jit``.
     """
 
+    _options: dict[str, Any]  # as given: the unordered twin is made with them
+
     def __new__(cls, fn: Callable, **options):
         self = super().__new__(cls, _unset)
+        self._options = options
         self._setup(fn, **options)
         self._entries = {True: self._entry(counting=True), False: self._entry(counting=False)}
         self._use_entry(counting=True)
@@ -131,7 +145,8 @@ class Function(functools.partial):
         pass  # all done in __new__
 
     def _setup(self, fn: Callable, *, input_signature=None, autograph: bool = True,
-               reduce_retracing: bool = False, strict: bool | None = None, **jit_kwargs):
+               reduce_retracing: bool = False, strict: bool | None = None,
+               _ordered: bool | None = None, **jit_kwargs):
         self.python_function = fn
         plain, _ = api.unwrap(fn)
         self._name = getattr(plain, "__qualname__", getattr(plain, "__name__", "function"))
@@ -178,13 +193,22 @@ class Function(functools.partial):
         self._trace_calls: collections.deque = collections.deque(maxlen=RETRACE_WINDOW)
         self._last_trace: dict | None = None
         self._warned = False
+        # callbacks ordered unless the shardings span devices; `_unordered` is the
+        # Function that traces them unordered, once one is needed
+        self._ordered = not _shardings.spans_devices(jit_kwargs) if _ordered is None \
+            else _ordered
+        self._unordered: Function | None = None
+        self._many_devices = False  # a program ran over several devices: calls go there
+        self._checks: list = []  # one item per check staged (`assert`, `raise`)
         target, record = self._target, self._record_trace
+        ordered, checks = self._ordered, self._checks
 
         def traced(*args, **kwargs):
             args = tuple(map(_unkeyed, args))
             kwargs = {k: _unkeyed(v) for k, v in kwargs.items()}
             record(args, kwargs)
-            return target(*args, **kwargs)
+            with _host_callbacks.ordering(ordered, checks):
+                return target(*args, **kwargs)
 
         if self._signature is not None:
             # lets jax.jit map names to positions (inspect reads a function's __signature__)
@@ -213,7 +237,10 @@ class Function(functools.partial):
         n_positional, reraise = self._n_positional, _run_time_errors.reraise
         ever_eager, eager, python_function = modes.EVER_EAGER, modes.eager, self.python_function
         calls, last_trace, use = self._calls_cell, self._last_trace_call, self._use_entry
-        if self.input_signature is not None:
+        again = self._again_unordered
+        if self.input_signature is not None or not self._ordered:
+            # unordered callbacks: every call goes through `general`, which waits for
+            # the results of a program that checks something
             def checked_entry(*args, **kwargs):
                 if ever_eager[0] and eager() and not _any_tracer(args, kwargs):
                     return python_function(*args, **kwargs)
@@ -241,7 +268,7 @@ class Function(functools.partial):
         if (n_positional >= 0 and not self._jit_kwargs
                 and not self._user_argnums and not self._user_argnames):
             cpp = _dispatch.cpp_entry(self._name, jit, (n_required, n_positional), general,
-                                      reraise)
+                                      again)
             if cpp is not None:
                 return cpp  # plain array calls stay in jax.jit's C++ dispatch
 
@@ -256,13 +283,41 @@ class Function(functools.partial):
                             return general(args, kwargs)
                     return jit(*args)  # all arrays: straight to jax.jit's C++ path
                 return general(args, kwargs)
-            except jax.errors.JaxRuntimeError as e:
-                reraise(e)  # the user's own exception, raised as the program ran
+            except Exception as e:  # (costs nothing until an exception)
+                # the user's own exception, raised as the program ran; or a program
+                # over several devices, run again with unordered callbacks
+                if again(e):
+                    return general(rest if first is _NO_ARG else (first,) + rest, kwargs)
                 raise
         return entry
 
+    def _again_unordered(self, error: BaseException) -> bool:
+        """Whether a call that raised ``error`` is to run again (through ``general``):
+        JAX refused its program's ordered callbacks over several devices, so calls now
+        go to the twin that stages them unordered. Raises instead the user's own
+        exception behind a ``JaxRuntimeError``."""
+        if isinstance(error, jax.errors.JaxRuntimeError):
+            _run_time_errors.reraise(error)
+            return False
+        if self._ordered and _host_callbacks.refused_ordered(error):
+            self._many_devices = True
+            twin = self._twin()
+            self._entries = {True: twin, False: twin}
+            self._use_entry(self._counting)
+            return True
+        return False
+
+    def _twin(self) -> Function:
+        """This function with its callbacks staged unordered (made on first use)."""
+        if self._unordered is None:
+            self._unordered = Function(self.python_function,
+                                       **{**self._options, "_ordered": False})
+        return self._unordered
+
     def _eager_mode_used(self) -> None:
         """Eager mode was switched on somewhere: every call must now check it."""
+        if self._many_devices:
+            return  # calls go to the twin, which checks
         self._entries = {True: self._entry(counting=True), False: self._entry(counting=False)}
         self._use_entry(self._counting)
 
@@ -277,6 +332,19 @@ class Function(functools.partial):
         return self._calls_cell[0]
 
     def _call_general(self, args, kwargs, bound: bool = False):
+        if self._ordered and (self._many_devices or _host_callbacks.unordered_now()):
+            return self._twin()._call_general(args, kwargs, bound)
+        try:
+            out = self._call_jitted(args, kwargs, bound)
+        except ValueError as e:
+            if not self._again_unordered(e):
+                raise
+            return self._twin()._call_general(args, kwargs, bound)
+        if self._checks and not self._ordered:
+            _wait(out)  # a check that fails on any device fails this call
+        return out
+
+    def _call_jitted(self, args, kwargs, bound: bool):
         self._calls_cell[0] += 1
         if _objects.has_graph_nodes(args, kwargs):
             return self._graph_jit(*args, **kwargs)
@@ -407,7 +475,8 @@ class Function(functools.partial):
         key = (positions, names)
         jitted = self._variants.get(key)
         if jitted is None:
-            kwargs = dict(self._jit_kwargs)
+            # the entries of `in_shardings` for arguments made static here drop out
+            kwargs = _shardings.without_static(self._jit_kwargs, positions, self._user_argnums)
             argnums = tuple(sorted(set(self._user_argnums) | set(positions)))
             argnames = tuple(sorted(set(self._user_argnames) | set(names)))
             if argnums:
@@ -492,17 +561,27 @@ class Function(functools.partial):
 
     def experimental_get_tracing_count(self) -> int:
         """How many times the Python function has been traced so far."""
-        return self._traces
+        twin = self._unordered
+        return self._traces + (0 if twin is None else twin._traces)
 
     # -- ahead of time -----------------------------------------------------------
 
     def lower(self, *args, **kwargs):
         """``jax.jit(...).lower`` for these arguments (arrays or specs)."""
+        if self._many_devices:
+            return self._twin().lower(*args, **kwargs)
         keyed_args, keyed_kwargs = self._jit_args(args, kwargs)
-        return self._for(args, kwargs).lower(*keyed_args, **keyed_kwargs)
+        try:
+            return self._for(args, kwargs).lower(*keyed_args, **keyed_kwargs)
+        except ValueError as e:
+            if not self._again_unordered(e):
+                raise
+            return self._twin().lower(*args, **kwargs)
 
     def trace(self, *args, **kwargs):
         """``jax.jit(...).trace`` for these arguments (arrays or specs)."""
+        if self._many_devices:
+            return self._twin().trace(*args, **kwargs)
         keyed_args, keyed_kwargs = self._jit_args(args, kwargs)
         return self._for(args, kwargs).trace(*keyed_args, **keyed_kwargs)
 
@@ -518,6 +597,8 @@ class Function(functools.partial):
                 raise TypeError(f"`{self._name}`.get_concrete_function() needs argument "
                                 f"specs, or an input_signature on the function")
             args = self.input_signature
+        if self._many_devices:
+            return self._twin().get_concrete_function(*args, **kwargs)
         args = tuple(as_spec(a) for a in args)
         kwargs = {k: as_spec(v) for k, v in kwargs.items()}
         return ConcreteFunction(self._name, self._for(args, kwargs), args, kwargs,
@@ -578,6 +659,18 @@ def _any_tracer(args, kwargs) -> bool:
     then still traces the function, as ``tf.function`` does inside a graph."""
     return any(isinstance(leaf, jax.core.Tracer)
                for leaf in jax.tree_util.tree_leaves((args, kwargs)))
+
+
+def _wait(out) -> None:
+    """Waits for a call's results (for its effects, where it returns no array)."""
+    leaves = jax.tree_util.tree_leaves(out)
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        return  # called while tracing: nothing runs yet
+    arrays = [leaf for leaf in leaves if isinstance(leaf, jax.Array)]
+    if arrays:
+        jax.block_until_ready(arrays)
+    else:
+        jax.effects_barrier()
 
 
 def _hashable(value) -> bool:

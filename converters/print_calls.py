@@ -7,8 +7,9 @@
     print("x=" + str(x), repr(x))    ->   ag__.print_('x=' + ag__.str_(x), ag__.repr_(x))
 
 With no traced argument ``print_`` is the built-in ``print``. With one, it
-prints at run time, in program order, through ``jax.debug.callback``, the same
-text the plain-Python run prints. The formatting inside its arguments (and in
+prints at run time through ``jax.debug.callback``, in program order on one
+device (on several: once per run, from the first), the same text the
+plain-Python run prints. The formatting inside its arguments (and in
 the message of an `assert` or a `raise`, see ``assert_statements`` and
 ``raise_statements``) is done when the program runs, with the same format
 specs and conversions: f-strings, ``.format(...)``, ``%`` on a string

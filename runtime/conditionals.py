@@ -16,6 +16,7 @@ from autograph import errors
 from . import attributes, in_place, objects, run_time_errors
 from . import state as st
 from .conditions import condition
+from .host_callbacks import check as check_on_host
 from .jaxprs import make_jaxpr
 from .outside import OuterState
 from .side_effects import FString, Raised, user_raised
@@ -479,7 +480,7 @@ def _staged_with_raise(pred, raising: _Branch, other: _Branch, init, names):
                     err = e
         fields = [leaf for a in err.args if isinstance(a, FString) for leaf in a.fields]
         taken = branch_guard(raising.taken(pred))
-        jax.debug.callback(_raise_at_run_time(err), taken, *fields, ordered=True)
+        check_on_host(_raise_at_run_time(err), taken, *fields)
         return [jnp.zeros(s.shape, s.dtype) for _, leaf_specs in spec for s in leaf_specs
                 if isinstance(s, st.Aval)]
 

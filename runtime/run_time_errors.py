@@ -40,10 +40,8 @@ def _find(error: BaseException) -> int | None:
     """Where in ``_RECENT`` the exception ``error`` (a ``JaxRuntimeError``) reports is."""
     if not isinstance(error, jax.errors.JaxRuntimeError):
         return None
-    text = str(error)
     for i in range(len(_RECENT) - 1, -1, -1):
-        candidate = _RECENT[i]
-        if f"{type(candidate).__name__}: {candidate}".splitlines()[0] in text:
+        if _reports(error, _RECENT[i]):
             return i
     return None
 
@@ -71,7 +69,35 @@ def reraise(error: BaseException) -> None:
     """Raises the user's exception behind ``error``, if there is one; else returns."""
     found = original(error)
     if found is not None:
+        _forget_failed_runs(found)
         raise found.with_traceback(None) from None
+
+
+def _reports(error: BaseException, candidate: BaseException) -> bool:
+    """Whether ``error`` (a ``JaxRuntimeError``) reports ``candidate``."""
+    return f"{type(candidate).__name__}: {candidate}".splitlines()[0] in str(error)
+
+
+def _forget_failed_runs(found: BaseException) -> None:
+    """Drops JAX's record of the failed runs that raised ``found`` (or another error
+    :func:`fail` raised).
+
+    A program with unordered callbacks (one over several devices) leaves JAX a
+    token per device, which holds the error of that device's run;
+    ``jax.effects_barrier()`` and the exit of the process would raise it again,
+    after the caller got it.
+    """
+    try:
+        from jax._src import dispatch
+        tokens = dispatch.runtime_tokens.output_runtime_tokens
+    except (ImportError, AttributeError):  # pragma: no cover - a JAX that keeps no tokens
+        return
+    for device, token in list(tokens.items()):
+        try:
+            token.block_until_ready()
+        except jax.errors.JaxRuntimeError as e:
+            if _reports(e, found) or raised_as_it_ran(e):
+                del tokens[device]
 
 
 class _Quiet(logging.Filter):

@@ -13,7 +13,7 @@ import numpy as np
 
 from autograph import errors
 
-from . import run_time_errors, strings
+from . import host_callbacks, run_time_errors, strings
 from .strings import FString
 from .values import Tracer, branch_guard, is_staging, is_traced
 
@@ -31,11 +31,13 @@ def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
         print(*values, sep=sep, end=end, file=file, flush=flush)
 
     The text is what the plain-Python run prints: the same ``sep``, ``end`` and
-    ``file``, each traced value shown as its concrete array. Prints are ordered
-    with each other (``jax.debug.callback(..., ordered=True)``). Inside a staged
-    branch or loop body even Python values print when the program runs, once
-    per step. Under ``jax.vmap`` each element prints what its own run prints:
-    nothing from a branch it does not take or a loop it has left.
+    ``file``, each traced value shown as its concrete array. On one device
+    prints are ordered with each other (``jax.debug.callback(..., ordered=True)``);
+    a program over several devices prints once per run, from its first device,
+    each value whole (see :mod:`autograph.runtime.host_callbacks`). Inside a
+    staged branch or loop body even Python values print when the program runs,
+    once per step. Under ``jax.vmap`` each element prints what its own run
+    prints: nothing from a branch it does not take or a loop it has left.
 
     Args:
       *values: what to print.
@@ -75,20 +77,20 @@ def _print_at_run_time(values, **print_kwargs):
         builtins.print(*shown, **print_kwargs)
 
     traced = [t for group, _ in parts for t in group]
-    jax.debug.callback(show, *([taken] if guarded else []), *traced, ordered=True)
+    host_callbacks.show(show, *([taken] if guarded else []), *traced)
 
 
 def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
     """Prints ``values`` when the program runs, traced or not (``autograph.print``).
 
     Outside a trace it prints at once, like ``print``; inside ``jax.jit`` it
-    prints on every run of the compiled program, in order.
+    prints on every run of the compiled program, in order on one device.
     """
     _print_at_run_time(values, sep=sep, end=end, file=file, flush=flush)
 
 
-def _fail_if_false(ok, taken, message, *fields):
-    if np.any(np.logical_and(taken, np.logical_not(ok))):
+def _fail_if_false(failed, message, *fields):
+    if np.any(failed):
         if isinstance(message, FString):
             message = message.render(fields)
         run_time_errors.fail(AssertionError(message))
@@ -107,7 +109,8 @@ def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
     and the message. What the message formats from traced values (an
     ``FString``) is formatted then, from the values of that run. Under
     ``jax.vmap`` only an element for which the enclosing staged branches and
-    loops run fails.
+    loops run fails. In a program over several devices every device checks the
+    condition as reduced over all shards, so every process fails the call.
 
     Args:
       test: the asserted condition, a Python value or a traced scalar.
@@ -133,7 +136,8 @@ def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
             fields = message.fields
         else:
             message = str(message)
-    jax.debug.callback(_fail_if_false, test, branch_guard(), message, *fields, ordered=True)
+    failed = jnp.logical_and(branch_guard(), jnp.logical_not(test))
+    host_callbacks.check(_fail_if_false, failed, message, *fields)
 
 
 _USER_RAISED = "__autograph_user_raised__"

@@ -13,7 +13,7 @@ import numpy as np
 
 from autograph import errors
 
-from . import run_time_errors
+from . import host_callbacks, run_time_errors
 
 Tracer = jax.core.Tracer
 
@@ -242,15 +242,17 @@ def flag_assigned(before, after) -> tuple:
                  for j, v in enumerate(after))
 
 
-def _fail_unless(defined, taken, error):
-    if np.any(np.logical_and(taken, np.logical_not(defined))):
+def _fail_unless(failed, error):
+    if np.any(failed):
         run_time_errors.fail(error)
 
 
 def fail_at_run_time(ok, error) -> None:
     """Raises ``error`` when the program runs, where ``ok`` (traced) is false in the
     branch being traced (see :func:`branch_guard`)."""
-    jax.debug.callback(_fail_unless, ok, branch_guard(), error)
+    import jax.numpy as jnp
+    host_callbacks.check(_fail_unless, jnp.logical_and(branch_guard(), jnp.logical_not(ok)),
+                         error, in_order=False)
 
 
 def ld(value: Any) -> Any:

@@ -60,3 +60,82 @@ def test_data_parallel_training_matches_single_device(tmp_path):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.startswith("ok")
+
+
+EFFECTS = textwrap.dedent("""
+    import warnings
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+    import autograph
+
+    mesh = jax.make_mesh((4,), ("data",), axis_types=(AxisType.Auto,))
+    split, repl = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+
+    def step(x, lr):
+        total = jnp.float32(0)
+        for i in range(20):
+            total = total + jnp.sum(x) * lr
+        print("x =", x, "total =", total)
+        assert total < 1000, f"total is {total}"
+        if total > 500:
+            raise ValueError(f"total over 500: {total}")
+        return total
+
+    x = jax.device_put(np.arange(8, dtype=np.float32), split)
+    # shardings over 4 devices: unordered callbacks from the start; lr a Python float
+    sharded = autograph.function(step, in_shardings=(split, repl), out_shardings=repl)
+    print("out", sharded(x, 0.5))
+    jax.effects_barrier()
+    for scale, error in ((10.0, AssertionError), (2.0, ValueError)):
+        try:
+            sharded(x * scale, 0.5)
+            raise SystemExit(f"no {error.__name__}")
+        except error as e:
+            print(type(e).__name__, e)
+    jax.effects_barrier()  # the failed runs are not raised again
+    assert sharded.experimental_get_tracing_count() == 1
+
+    # no shardings given, arguments sharded: traced again with unordered callbacks
+    plain = autograph.function(step)
+    print("plain", plain(x, 0.25), plain.experimental_get_tracing_count())
+    jax.effects_barrier()
+    print("plain one device", plain(np.ones(8, np.float32), 0.25))
+    jax.effects_barrier()
+
+    # an Explicit mesh (jax.make_mesh's default): a program jax.jit rejects is the
+    # same error here, with no word about unrolling the loop
+    explicit = jax.make_mesh((4,), ("data",))
+    batches = NamedSharding(explicit, P(None, "data"))
+    def train(w, xs):
+        for i in range(xs.shape[0]):
+            w = w - 0.1 * jax.grad(lambda w: jnp.mean(jnp.tanh(xs[i] @ w) ** 2))(w)
+        return w
+    xs = jax.device_put(np.ones((20, 8, 3), np.float32), batches)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            autograph.function(train)(np.ones(3, np.float32), xs)
+            raise SystemExit("no sharding error")
+        except Exception as e:
+            print("explicit", type(e).__name__)
+    assert not caught, [str(w.message) for w in caught]
+""")
+
+
+def test_print_assert_raise_and_python_floats_over_devices(tmp_path):
+    script = tmp_path / "effects.py"
+    script.write_text(EFFECTS)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    # printed once per run (from the first device), with the whole sharded value
+    assert lines[:2] == ["x = [0. 1. 2. 3. 4. 5. 6. 7.] total = 280.0", "out 280.0"], lines
+    assert "AssertionError total is 2800.0" in lines
+    assert "ValueError total over 500: 560.0" in lines
+    assert "plain 140.0 2" in lines  # the ordered trace JAX refused, then the unordered one
+    assert "x = [1. 1. 1. 1. 1. 1. 1. 1.] total = 40.0" in lines
+    assert "plain one device 40.0" in lines
+    assert "explicit ShardingTypeError" in lines
