@@ -31,9 +31,9 @@ def run_main(capsys, name, argv):
     return result, capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["collatz", "training_loop", "model_call", "dense_stack",
-                                  "newton", "greedy_decode", "fizzbuzz", "nnx_model",
-                                  "linen_model"])
+@pytest.mark.parametrize("name", ["collatz", "training_loop", "data_parallel", "model_call",
+                                  "dense_stack", "newton", "greedy_decode", "fizzbuzz",
+                                  "nnx_model", "linen_model"])
 def test_example_layout(name):
     with open(os.path.join(EXAMPLES, name + ".py")) as f:
         text = f.read()
@@ -160,3 +160,29 @@ def test_linen_model(capsys):
     result, out = run_main(capsys, "linen_model", ["--steps", "10"])
     assert "compiled == eager on both branches" in out
     assert result["losses"][-1] < result["losses"][0]
+
+
+def _losses(out):
+    """The losses printed from inside the compiled loop, and the per-epoch lines."""
+    steps = [float(v) for v in re.findall(r"^Step \d+ : loss ([0-9.e-]+) ;", out, re.M)]
+    epochs = re.findall(r"^epoch \d+: loss .*$", out, re.M)
+    return steps, epochs
+
+
+def test_data_parallel_as_two_processes_prints_the_losses_of_one(capsys):
+    from tests.processes import missing_gloo
+    reason = missing_gloo()
+    if reason is not None:
+        print(f"skipped: {reason}")
+        pytest.skip(reason)
+    result, one = run_main(capsys, "data_parallel", ["--epochs", "1"])
+    assert result["processes"] == 1 and result["traces"] == 1
+    assert result["steps"] == 22 and result["losses"][-1] < result["losses"][0]
+    _, two = run_main(capsys, "data_parallel", ["--epochs", "1", "--processes", "2",
+                                                "--timeout", "120"])
+    assert "devices: 4, processes: 2" in two and "traced 1x" in two, two
+    steps_one, epochs_one = _losses(one)
+    steps_two, epochs_two = _losses(two)
+    assert len(steps_one) == 2 and epochs_one  # steps 10 and 20, printed once
+    np.testing.assert_allclose(steps_two, steps_one, rtol=1e-4)
+    assert epochs_two == epochs_one
