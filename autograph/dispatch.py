@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import jax
 
+
 def _array_type() -> type:
     """jax.Array's concrete type, named rather than made: making an array would start
     the backend, which must wait for ``jax.distributed.initialize``."""
