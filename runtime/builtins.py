@@ -53,7 +53,7 @@ import numpy as np
 
 from autograph import errors
 
-from . import run_time_errors
+from . import host_callbacks, run_time_errors
 from . import state as st
 from .conditions import condition
 from .values import Tracer, branch_guard, describe, is_traced, taken_when
@@ -192,8 +192,30 @@ def _int_fails(x, taken, *, target: np.dtype, where: str) -> None:
 def _check_at_run_time(x, target: np.dtype) -> None:
     location = errors.current_location()
     where = f"{location.short}: " if location is not None else ""
-    jax.debug.callback(functools.partial(_int_fails, target=target, where=where),
-                       x, branch_guard())
+    taken = branch_guard()
+    info = np.iinfo(target)
+    if jnp.issubdtype(jnp.result_type(x), jnp.floating):
+        t = jnp.trunc(x)
+        bad = jnp.isnan(x) | jnp.isinf(x) | (t < info.min) | (t > info.max)
+    elif jnp.issubdtype(jnp.result_type(x), jnp.unsignedinteger):
+        bad = x > jnp.asarray(info.max).astype(jnp.result_type(x))  # no negative to wrap
+    else:
+        bad = (x < info.min) | (x > info.max)
+    failed = jnp.any(jnp.logical_and(taken, bad))
+    # through the callbacks `assert` uses: on many devices every shard stops together
+    host_callbacks.check(functools.partial(_int_check, target=target, where=where), failed,
+                         x, taken, in_order=False)
+
+
+def _int_check(failed, x, taken, *, target: np.dtype, where: str) -> None:
+    """``_int_fails`` where the verdict over every shard (``failed``) holds; a shard
+    whose own values all fit reports the failure found elsewhere."""
+    if not np.any(failed):
+        return
+    _int_fails(x, taken, target=target, where=where)
+    run_time_errors.fail(OverflowError(
+        f"{where}int() of a value that does not fit {np.dtype(target).name} (on another "
+        f"device's shard)"))
 
 
 def bool_(*args: Any, **kwargs: Any) -> Any:
