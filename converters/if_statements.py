@@ -11,9 +11,13 @@
 Each branch becomes a function. Its outputs are the names the `if` modifies
 that are live after it; its parameters are the modified names a branch reads
 before (or without) assigning them, passed in as the tuple after the branch
-functions. A name no path has bound yet is passed as ``ag__.Undefined('y')``
-so the runtime can say which variable a branch left unset. With no `else`,
-``None`` stands for a branch that hands its parameters back unchanged. When
+functions, outputs first and in their order: the runtime finds the value of
+the j-th output at position j, so an output the branches do not read is a
+parameter too where one they read (or any other input) comes after it. A
+name no path has bound yet, or that the branches do not read, is passed as
+``ag__.Undefined('y')`` so the runtime can say which variable a branch left
+unset. With no `else`, ``None`` stands for a branch that hands its
+parameters back unchanged. When
 outputs include flags of lowered jumps (``did_return``), ``exits=`` names
 them: a variable left unassigned on a path that has jumped is never read.
 """
@@ -51,14 +55,15 @@ class Lowering(FunctionScopes):
         node.body = self._block(node.body)
         node.orelse = self._block(node.orelse)
         state = carried.branch_state(node, self.locals)
-        outputs, params = state.outputs, state.params
+        outputs = state.outputs
         modified = set(state.params) | set(state.outputs) | set(state.local)
         namer = self.ctx.namer
         # A name a closure reads lives in a cell the branches update in place; each
         # branch starts by resetting it from a copy, since a traced `if` traces both.
         captured = tuple(sorted(modified & self.captured))
         copies = {n: namer.new(n) for n in captured}
-        params = tuple(p for p in params if p not in captured) + captured
+        params, unread = _outputs_first(
+            outputs, tuple(p for p in state.params if p not in captured) + captured)
         param_names = tuple(copies.get(p, p) for p in params)
         stmts = _BRANCH.substitute(node, NAME=true_fn, PARAMS=param_names,
                                    BODY=shared_cells(captured, copies, node) + node.body,
@@ -71,10 +76,11 @@ class Lowering(FunctionScopes):
             false_ref = templates.name(false_fn)
         else:
             false_ref = templates.literal(None)
-        init = state_init(params, anno.get(node, Anno.DEFINED_IN), node)
-        # only what goes in as ag__.Undefined can come out unassigned
+        init = state_init(params, anno.get(node, Anno.DEFINED_IN) - unread, node)
+        # only what goes in as ag__.Undefined can come out unassigned (an output the
+        # branches do not read is assigned on both)
         self.ctx.maybe_undefined.update(
-            (set(params) & set(outputs)) - anno.get(node, Anno.DEFINED_IN))
+            (set(params) & set(outputs)) - anno.get(node, Anno.DEFINED_IN) - unread)
         # `exits=` matters only where an output may still be unbound (see the docstring)
         unbound = (set(outputs) - anno.get(node, Anno.DEFINED_IN)) | (
             set(outputs) & self.ctx.maybe_undefined)
@@ -97,6 +103,23 @@ class Lowering(FunctionScopes):
             stmts += _CALL_NO_OUTPUTS.substitute(node, TEST=node.test, TRUE_FN=true_fn,
                                                  FALSE_FN=false_ref, INIT=init)
         return mark_generated(stmts)
+
+
+def _outputs_first(outputs: tuple[str, ...],
+                   inputs: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The branches' parameters, and those among them the branches do not read.
+
+    ``ag__.if_stmt`` takes the value of ``outputs[j]`` at position ``j`` of its
+    inputs, and the other inputs after all the outputs: so each output up to
+    the last one the branches read (all of them, where other inputs follow)
+    is a parameter, one they do not read passed as ``ag__.Undefined``.
+    """
+    others = tuple(p for p in inputs if p not in outputs)
+    if others:
+        lead = outputs
+    else:
+        lead = outputs[:max((j + 1 for j, o in enumerate(outputs) if o in inputs), default=0)]
+    return lead + others, frozenset(lead) - frozenset(inputs)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

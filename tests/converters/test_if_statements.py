@@ -331,6 +331,59 @@ def test_golden_untouched_inputs_are_closed_over():
     """)
 
 
+def test_golden_outputs_come_first_in_the_inputs():
+    # `t` is read but not an output: the runtime finds the output `y` at position 0, so
+    # `y` is passed too, unread, before `t`
+    assert_golden("""
+        def f(x):
+            t = x
+            if x > 0:
+                t = t + 1.0
+                y = t
+            else:
+                y = -x
+            return y
+    """, """
+        def f(x):
+            t = x
+            def if_true(y, t):
+                t = t + 1.0
+                y = t
+                return (y,)
+            def if_false(y, t):
+                y = -x
+                return (y,)
+            (y,) = ag__.if_stmt(x > 0, if_true, if_false, (ag__.Undefined('y'), t), names=('y',))
+            return y
+    """)
+
+
+def test_golden_outputs_before_one_the_branches_read_are_passed():
+    # `b` is read, `a` is not: `b`'s value is passed second, where `b` is an output
+    assert_golden("""
+        def f(x):
+            b = x
+            if x > 0:
+                a = x
+                b = b + 1.0
+            else:
+                a = -x
+            return a + b
+    """, """
+        def f(x):
+            b = x
+            def if_true(a, b):
+                a = x
+                b = b + 1.0
+                return (a, b)
+            def if_false(a, b):
+                a = -x
+                return (a, b)
+            (a, b) = ag__.if_stmt(x > 0, if_true, if_false, (ag__.Undefined('a'), b), names=('a', 'b'))
+            return a + b
+    """)
+
+
 # ---------------------------------------------------------------------------
 # Behaviour: plain Python, convert(f) and jit(convert(f)) agree
 
@@ -450,6 +503,37 @@ def test_augmented_assignment_in_both_branches():
 
 def test_variable_set_on_one_branch_but_unused_later_is_fine():
     check_equivalent(unused_one_branch, (F32(2.0),), (F32(-3.0),))
+
+
+def returned_after_a_loop_that_may_not_run(x, n):
+    i = 0
+    while i < n:
+        k = x
+        i += 1
+    if n > 1:
+        return x
+    for e in range(2):
+        k = e
+    return k
+
+
+def returned_where_a_loop_variable_is_read(x, n):
+    for j in range(n):
+        k = x * j
+    if x > 0:
+        r = k
+    else:
+        r = -x
+    return r
+
+
+def test_an_output_takes_no_flag_from_an_input_that_is_not_it():
+    # `k` may be unassigned after its loop: the `if`'s other output, the return value,
+    # is assigned on every path and comes out as a plain value
+    check_equivalent(returned_after_a_loop_that_may_not_run, (F32(1.5), np.int32(3)),
+                     (F32(1.5), np.int32(0)), (F32(-1.5), np.int32(1)))
+    check_equivalent(returned_where_a_loop_variable_is_read, (F32(1.5), np.int32(3)),
+                     (F32(-1.5), np.int32(0)))
 
 
 def test_reduced_array_condition():

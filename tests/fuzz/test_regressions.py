@@ -104,3 +104,28 @@ def test_copy_of_unassigned_variable_raises(fn):
     with pytest.raises(UnboundLocalError):  # UndefinedVariableError is one
         autograph.convert(fn)(*X_NEG)
     _check(fn, X_NEG, X_POS)
+
+
+# ---------------------------------------------------------------------------
+# The value of a variable that may be unassigned after a loop (`k`) flagged
+# the `if`'s other output, the return value, which came out as the internal
+# MaybeUndefined('k') instead of x: the `if` took `k` (an input, not an
+# output) as the return value's incoming value.
+
+
+def maybe_undefined_returned(x, v, n):
+    i = 0
+    while i < n:
+        k = x
+        i += 1
+    if n > 1:
+        return x
+    for e in range(2):
+        k = e
+    return k
+
+
+def test_output_not_read_by_the_branches_is_not_flagged():
+    _check(maybe_undefined_returned, X_NEG, X_POS, X_ZERO)
+    got = jax.jit(autograph.convert(maybe_undefined_returned))(*X_POS)
+    np.testing.assert_allclose(np.asarray(got), 1.5)
