@@ -93,7 +93,7 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
             tuple(returns)))
     # attributes the branches assign on the objects they reach: carried, set after
     attrs = attributes.find(init, (true_fn, false_fn), names, "`if`")
-    outside = OuterState((true_fn, false_fn), init, names,
+    outside = OuterState((true_fn, false_fn), init, names, in_place=True,
                          owned=frozenset() if attrs is None else attrs.ids())
     out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_updating(
         c, wrap(true_fn), wrap(false_fn), values, labels, tuple(exits), tuple(returns)),
@@ -167,14 +167,15 @@ def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], A
 
 
 def _run(fn, init, n, kept: set | None = None, updated: set | None = None):
-    """Runs a branch on its own copies of the lists and dicts in ``init`` (so that
-    `ys.append(y)` on one branch is not seen by the other: both are traced, one
-    after the other); ``kept`` (if given) gets ``(path out, path in)`` of those it
-    hands back as the very copies (see ``in_place.kept_paths``), ``updated`` those of
-    them it changed."""
-    fresh = in_place.fresh_copies(init)
-    origin = in_place.nodes(fresh)
-    out = tuple(fn(*fresh)) if fn is not None else fresh[:n]
+    """Runs a branch on the lists and dicts in ``init`` themselves, so that every name
+    for one sees what the branch does to it (``b = a`` with ``a`` read through a
+    closure), and puts back what they held once it has run (``in_place.run_in_place``:
+    `ys.append(y)` on one branch is not seen by the other, both are traced, one after
+    the other); its outputs hold copies. ``kept`` (if given) gets ``(path out, path
+    in)`` of the lists and dicts of ``init`` it hands back as the very objects (see
+    ``in_place.kept_paths``), ``updated`` those of them it changed."""
+    out, origin = in_place.run_in_place(
+        fn if fn is not None else lambda *values: values[:n], init)
     if kept is not None:
         pairs = in_place.kept_paths(origin, out)
         kept.update(pairs)

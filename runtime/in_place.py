@@ -145,7 +145,12 @@ def one_sided(kept_a: Iterable[tuple], updated_a: Iterable[tuple], kept_b: Itera
 def fresh_copies(values: Sequence[Any]) -> tuple:
     """``values`` with each list and dict copied (nested ones too), sharing kept: a
     list two names hold is one copy that both hold. Other values stay themselves."""
-    memo: dict[int, Any] = {}
+    return _copied(values, {})
+
+
+def _copied(values: Sequence[Any], memo: dict[int, Any]) -> tuple:
+    """``fresh_copies``, with ``memo`` filled with each list's and dict's copy, by the
+    original's id."""
 
     def copied(x):
         if not _walks_into(x):
@@ -166,6 +171,49 @@ def fresh_copies(values: Sequence[Any]) -> tuple:
             x, children)
 
     return tuple(copied(v) for v in values)
+
+
+def run_in_place(fn: Callable[..., Iterable[Any]], values: Sequence[Any]
+                 ) -> tuple[tuple, dict[int, tuple[Path, Any]]]:
+    """Runs ``fn(*values)`` on the very lists and dicts of ``values``, then puts back what
+    they held: as Python runs a branch, where every name for a list (``b = a``, a closure
+    reading ``a``, a list holding it) sees what the branch does to it.
+
+    Returns ``fn``'s outputs with each list and dict in them copied (see
+    ``fresh_copies``), so that they hold what ``fn`` left there while the lists and
+    dicts of ``values`` hold again what they held before; and, as ``nodes`` gives
+    them, the copies of those of ``values`` (each under its id, with its original's
+    first path in ``values``), for ``kept_paths``.
+    """
+    found = nodes(values)
+    held = [(x, _items(x)) for _, x in found.values()]
+    memo: dict[int, Any] = {}
+    try:
+        out = _copied(tuple(fn(*values)), memo)
+    finally:
+        for x, items in held:
+            _put_back(x, items)
+    return out, {id(memo[key]): (path, memo[key]) for key, (path, _) in found.items()
+                 if key in memo}
+
+
+def _items(x) -> list:
+    """What the list or dict ``x`` holds: its items, or its ``(key, value)`` pairs."""
+    return list(list.__iter__(x)) if isinstance(x, list) else list(x.items())
+
+
+def _put_back(x, items: list) -> None:
+    """Makes the list or dict ``x`` hold ``items`` (see ``_items``) again."""
+    if isinstance(x, list):
+        if len(x) != len(items) or any(a is not b for a, b in zip(list.__iter__(x), items)):
+            list.__setitem__(x, slice(None), items)
+        return
+    now = list(x.items())
+    if len(now) != len(items) or any(k is not k0 or v is not v0
+                                     for (k, v), (k0, v0) in zip(now, items)):
+        x.clear()
+        for k, v in items:
+            x[k] = v
 
 
 def same_contents(a, b) -> bool:
@@ -443,8 +491,9 @@ class BranchInputs:
     """The lists and dicts a staged `if` hands its branches but not back.
 
     A branch may update one in place: ``a[0] += 1`` where only ``b = a`` is read
-    after the `if`, or a helper filling a list it is given. Each branch works
-    on its own copy, so such an update must come out of the `if` as one more
+    after the `if`, or a helper filling a list it is given. Each branch runs on
+    the original, which holds again what it held once the branch has traced
+    (``run_in_place``), so such an update must come out of the `if` as one more
     output, to be written into the original. Which ones a branch changes is
     known only once it has run: ``start(False)`` makes each branch hand back
     the copies it changed (None for the others, which adds no output); where
@@ -490,9 +539,10 @@ class BranchInputs:
             for k, j in enumerate(self.order):
                 fresh[j] = args[k]
             origin = nodes(fresh)
+            before = fresh_copies(fresh)  # `fn` may update the inputs themselves
             out = tuple(fn(*fresh)) if fn is not None else tuple(fresh[:self.n])
             changed = frozenset(j for j in self.positions
-                                if not same_contents(fresh[j], self.init[j]))
+                                if not same_contents(fresh[j], before[j]))
             probe = [fresh[j] if j in self.positions else None for j in range(len(fresh))]
             self.traces.append((changed, kept_paths(origin, probe)))
             handed = tuple(fresh_copies([fresh[j]])[0] if j in changed  # the `if` writes back

@@ -213,10 +213,14 @@ class OuterState:
     ``carried`` the names of that state: a closure cell of one of them is the
     block's own variable (``nonlocal x`` for an ``x`` a closure reads), not an
     effect. ``owned`` are the ids of the objects whose attributes the block
-    carries (see ``runtime.attributes``): restored, but not watched.
+    carries (see ``runtime.attributes``): restored, but not watched. With
+    ``in_place``, the block runs on the very lists and dicts of ``values`` (an
+    `if`'s branches, see ``in_place.run_in_place``): another name for one of them
+    sees what the block does to it, as in Python, so it is not watched either.
     """
 
-    def __init__(self, fns, values=(), carried=(), owned: frozenset = frozenset()):
+    def __init__(self, fns, values=(), carried=(), owned: frozenset = frozenset(),
+                 in_place: bool = False):
         fns = [fn for fn in fns if isinstance(fn, types.FunctionType)]
         self._own = {id(cell) for fn in fns
                      for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
@@ -234,8 +238,9 @@ class OuterState:
         self._names: set[str] = set(_IMPLICIT)
         self._spaces: list[tuple[Any, set, Any]] = []  # (module or class, names looked up, where)
         self._walked: set[int] = set()
-        self._carried_ids: set[int] = set()
+        self._carried_ids: dict[int, Any] = {}  # the block's own lists and dicts: where
         self._owned = owned
+        self._in_place = in_place
 
         for i, value in enumerate(values):
             label = carried[i] if i < len(carried) else f"<input {i}>"
@@ -249,13 +254,15 @@ class OuterState:
         """The block's own state: lists and dicts restored only, other objects watched.
 
         A list of the state that the block's code also reaches otherwise (``b = a``
-        carried, ``a`` read through a closure) is watched as well: written back
-        after the block, it changes where a read through the other name saw it
-        unchanged during the block."""
+        carried, ``a`` read through a closure) is watched as well, unless the block
+        runs in place: written back after the block, it changes where a read
+        through the other name saw it unchanged during the block."""
         if mutable_node(value):
             if id(value) in self._carried_ids:
                 return
-            self._carried_ids.add(id(value))
+            self._carried_ids[id(value)] = where
+            if self._in_place:
+                self._seen.add(id(value))
             kind = _kind(type(value))
             assert kind is not None
             snap = kind.copy(value)
@@ -429,6 +436,11 @@ class OuterState:
                             f"`{_where(where)}`")
         for container, kind, before, where in self.containers:
             if kind.changed(container, before):
+                own = self._carried_ids.get(id(container))
+                if own is not None:  # written back: the body read it unchanged meanwhile
+                    return (f"`{_where(own)}`, a `{type(container).__name__}` it also reads as "
+                            f"`{_where(where)}` (one object), where a staged body reads it as "
+                            f"it was before the loop")
                 return f"a `{type(container).__name__}` it reads, `{_where(where)}`"
         for value, before in self.hidden:
             if _hidden_state(value) != before:

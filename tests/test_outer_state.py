@@ -450,6 +450,118 @@ def test_a_dict_updated_on_one_branch_and_replaced_on_the_other_is_refused():
     assert "test_outer_state.py:" in str(info.value)
 
 
+# -- a list read through one name in a branch that updates it through another ----------
+
+def alias_update_then_return_in_traced_if(x):
+    la = [x]
+    lb = la
+    if x > 0:
+        lb[0] -= x
+        return la[0], lb[0]
+    return x, x
+
+
+def alias_update_after_traced_return(x):
+    la = [x]
+    lb = la
+    if x > 0:
+        return x, x
+    lb[0] += x
+    return la[0], lb[0]
+
+
+def nested_update_then_return_in_traced_if(x):
+    la = [x]
+    lb = [la]
+    if x > 0:
+        lb[0][0] = 1.0
+        return la[0], lb[0][0]
+    return x, x
+
+
+def nested_read_through_a_closure_in_a_branch(x):
+    la = [x]
+    lb = [la]
+    if x > 0:
+        la[0] = la[0] * 2.0
+        y = lb[0][0]
+    else:
+        y = -la[0]
+    return y, la[0], lb[0][0]
+
+
+def alias_in_an_elif_chain(x):
+    la = [x, x]
+    lb = la
+    if x > 1:
+        lb[0] = 3.0
+        return la[0]
+    elif x > 0:
+        lb[1] = 2.0
+        return la[1] + la[0]
+    lb[0] += x
+    return la[0] + lb[1]
+
+
+def alias_then_return_in_a_long_loop(x):
+    la = [x]
+    lb = la
+    for i in range(20):
+        lb[0] += 1.0
+        if x > 0:
+            return la[0], lb[0]
+    return x, x
+
+
+@pytest.mark.parametrize("fn", [
+    alias_update_then_return_in_traced_if, alias_update_after_traced_return,
+    nested_update_then_return_in_traced_if, nested_read_through_a_closure_in_a_branch,
+    alias_in_an_elif_chain, alias_then_return_in_a_long_loop])
+@pytest.mark.parametrize("x", [2.0, 0.5, -3.0])
+def test_a_branch_sees_its_own_update_of_a_list_through_every_name(fn, x):
+    # each branch runs on the list itself, so a closure's name for it sees the update
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the long loop runs as Python
+        got = jax.jit(autograph.convert(fn))(jnp.float32(x))
+    want = fn(np.float32(x))
+    assert len(jax.tree_util.tree_leaves(got)) == len(jax.tree_util.tree_leaves(want))
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def nested_alias_return_in_traced_range(x, n):
+    la = [x]
+    lb = [la]
+    for i in range(n):
+        la[0] = 1.0
+        return lb[0][0]
+    return x
+
+
+def alias_return_in_traced_while(x, n):
+    la = [x]
+    lb = la
+    i = 0
+    while i < n:
+        lb[0] -= 1.0
+        if la[0] < 0:
+            return la[0]
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("fn, seen", [
+    (nested_alias_return_in_traced_range, "`la`, a `list` it also reads as `lb[0]`"),
+    (alias_return_in_traced_while, "`lb`, a `list` it also reads as `la`")])
+def test_a_list_a_traced_loop_carries_and_reads_through_another_name_is_refused(fn, seen):
+    # the loop carries the list as a copy: the other name would read it as it was
+    assert autograph.convert(fn)(1.5, 3) == fn(1.5, 3)  # Python values: Python runs it
+    with pytest.raises(autograph.LoopStateError, match="cannot change what lies outside") as info:
+        jax.jit(autograph.convert(fn))(jnp.float32(1.5), jnp.int32(3))
+    assert seen + " (one object)" in str(info.value)
+    assert "test_outer_state.py:" in str(info.value)
+
+
 # -- what a staging attempt changed is undone before Python runs the loop ---------------
 
 def carried_list_and_a_helper_effect(x):

@@ -129,3 +129,51 @@ def test_output_not_read_by_the_branches_is_not_flagged():
     _check(maybe_undefined_returned, X_NEG, X_POS, X_ZERO)
     got = jax.jit(autograph.convert(maybe_undefined_returned))(*X_POS)
     np.testing.assert_allclose(np.asarray(got), 1.5)
+
+
+# ---------------------------------------------------------------------------
+# A list updated through one name in a traced branch and read through another
+# (an alias the branch reads through a closure, or a list holding it) next to a
+# lowered `return`: the other name read the list as it was before the `if`
+# (x > 0: (1.5, 0.0) where Python gives (0.0, 0.0)), and the update was not
+# written back where the branch did not hand the list on.
+
+
+def alias_update_then_return_in_traced_if(x, v, n):
+    la = [x]
+    lb = la
+    if x > 0:
+        lb[0] -= x
+        return la[0], lb[0]
+    return x, x
+
+
+def alias_after_traced_return(x, v, n):
+    la = [x]
+    lb = la
+    if x > 0:
+        return x, x
+    lb[0] += x
+    return la[0], lb[0]
+
+
+def nested_alias_return_in_traced_range(x, v, n):
+    la = [x]
+    lb = [la]
+    for i in range(n):
+        la[0] = 1.0
+        return lb[0][0]
+    return x
+
+
+def test_alias_of_a_list_next_to_a_lowered_return():
+    _check(alias_update_then_return_in_traced_if, X_NEG, X_POS)
+    got = jax.jit(autograph.convert(alias_update_then_return_in_traced_if))(*X_POS)
+    np.testing.assert_allclose(np.asarray(got), [0.0, 0.0])
+    _check(alias_after_traced_return, X_NEG, X_POS)
+    got = jax.jit(autograph.convert(alias_after_traced_return))(*X_NEG)
+    np.testing.assert_allclose(np.asarray(got), [-3.0, -3.0])
+    # a traced loop carries `la` as a copy: the read through `lb[0]` is refused
+    _check(nested_alias_return_in_traced_range, X_NEG, X_POS)
+    with pytest.raises(autograph.LoopStateError, match="also reads as `lb"):
+        jax.jit(autograph.convert(nested_alias_return_in_traced_range))(*X_POS)
