@@ -16,6 +16,7 @@ import numpy as np
 
 from autograph import errors
 
+from . import key_order
 from . import state as st
 from .values import UndefinedReturn, describe, is_python_number, is_undefined, raise_undefined
 
@@ -26,9 +27,6 @@ class Carry:
     def __init__(self, values, names, loop: str):
         self.names, self.loop = names, loop
         self.flat = [st.flatten(v) for v in values]
-        # what each variable leaves the loop as: its structure before the loop, then
-        # the body's, whose dicts may have their keys in another order (`d = {...}`)
-        self.treedefs = [t for t, _ in self.flat]
         self.static = []   # per name: list of (index, value) of fixed leaves
         self.arrays = []
         # per carried array: the value it was made from (a Python int stays one
@@ -55,10 +53,10 @@ class Carry:
                       for i, a in enumerate(arrays)]
         it = iter(arrays)
         out = []
-        for (treedef, leaves), fixed, leaving in zip(self.flat, self.static, self.treedefs):
+        for (treedef, leaves), fixed in zip(self.flat, self.static):
             fixed_at = dict(fixed)
             new = [fixed_at[i] if i in fixed_at else next(it) for i in range(len(leaves))]
-            out.append(jax.tree_util.tree_unflatten(leaving if final else treedef, new))
+            out.append(jax.tree_util.tree_unflatten(treedef, new))
         return tuple(out)
 
     def check(self, out_values, in_arrays):
@@ -92,7 +90,21 @@ class Carry:
                     variable=name,
                     fix=f"give `{name}` its final structure (list length, keys, None-ness) "
                         f"before the loop")
-            self.treedefs[j] = out_treedef
+            moved = key_order.reordered(treedef, out_treedef)
+            if moved is not None:
+                where, keys_in, keys_out = moved
+                d = name + where
+                raise KeyOrderError(
+                    f"a dict carried by a staged `{self.loop}` loop must keep the order of its "
+                    f"keys",
+                    observed=f"`{d}` has its keys in the order {list(keys_in)} before "
+                             f"the loop but {list(keys_out)} after one iteration; staged, the "
+                             f"body is traced once, with the keys in their order before the "
+                             f"loop, and the order is not a value the loop carries",
+                    variable=name,
+                    fix=f"keep the order of the keys in the loop (`{d}[k] = v` keeps the place "
+                        f"of a key `{d}` has; `{d}.pop(k)` then `{d}[k] = v` moves it to the "
+                        f"end), or rebuild `{d}` in the order you need after the loop")
             fixed_at = dict(fixed)
             for i, leaf in enumerate(out_leaves):
                 if i in fixed_at:
@@ -186,6 +198,10 @@ class Carry:
                 f"jnp.asarray({name}, jnp.{joint.name})`")
 
 
+class KeyOrderError(errors.LoopStateError):
+    """A loop body puts the keys of a dict it carries in another order (see ``Carry.check``)."""
+
+
 def stabilize(carry: Carry, step_out_avals):
     """Promotes weakly typed carried arrays to the dtypes one iteration produces."""
     changed = False
@@ -242,13 +258,13 @@ def infer_undefined(step, values, names, loop):
         for leaf in jax.tree_util.tree_leaves(found, is_leaf=is_undefined):
             if is_undefined(leaf):
                 raise_undefined(leaf)
-        return found
+        return key_order.ordered(found)  # a dict's placeholder has its keys as assigned
 
     shapes = jax.eval_shape(probe, carry.arrays)
     new = []
     for n, v in zip(names, values):
         if n in undefined:
-            new.append(jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[n]))
+            new.append(key_order.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[n]))
         else:
             new.append(v)
     return tuple(new)

@@ -13,7 +13,7 @@ from jax import lax
 
 from autograph import errors
 
-from . import attributes, in_place, objects, run_time_errors
+from . import attributes, in_place, key_order, objects, run_time_errors
 from . import state as st
 from .conditions import condition
 from .host_callbacks import check as check_on_host
@@ -316,6 +316,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             return _staged_with_raise(pred, branch, other, init, names)
     assert true.record is not None and false.record is not None  # neither raised
     _refuse_one_sided_update(true, false, names)
+    _refuse_reordered_keys(true.record, false.record, names, returns)
     # one branch hands on a variable that may be unassigned, the other assigns it:
     # both hand on a `MaybeUndefined` there
     flagged = _flagged_outputs(true.record.values, false.record.values)
@@ -383,6 +384,29 @@ def _refuse_one_sided_update(true: _Branch, false: _Branch, names) -> None:
         variable=name,
         fix=f"update `{name}` in place on both branches (`{name}[...] = ...`), or build a new "
             f"one on both")
+
+
+def _refuse_reordered_keys(t: _Record, f: _Record, names, returns) -> None:
+    """A dict the branches leave with its keys in two orders: which one the program
+    takes is known only when it runs, and the order is not a value staged code holds."""
+    for name, (tt, _), (tf, _) in zip(names, t.flat, f.flat):
+        hit = key_order.reordered(tt, tf) if tt == tf else None
+        if hit is None:
+            continue
+        where, keys_t, keys_f = hit
+        d = "d" if name in returns else name + where
+        label = (_RETURN_VALUE + (f" at `{where}`" if where else "") if name in returns
+                 else f"`{name}{where}`")
+        raise errors.BranchError(
+            "a dict must have its keys in one order after an array-dependent `if`",
+            observed=f"{label} has its keys in the order {list(keys_t)} after the true branch "
+                     f"but {list(keys_f)} after the false branch; staged, which branch ran is "
+                     f"known only when the program runs, and the order of the keys is not a "
+                     f"value it computes",
+            variable=f"{name}{where}" if name not in returns else _RETURN_VALUE,
+            fix=f"put the keys in the same order on both branches (`{d}[k] = v` keeps the "
+                f"place of a key `{d}` has; `{d}.pop(k)` then `{d}[k] = v` moves it to the "
+                f"end), or rebuild the dict in one order after the `if`")
 
 
 def _flagged_outputs(t_values, f_values) -> tuple:

@@ -281,12 +281,12 @@ def _fill(target, keys: list, children: list) -> None:
                 a is not b for a, b in zip(list.__iter__(target), children)):
             list.__setitem__(target, slice(None), children)
         return
-    if set(target) == set(keys):  # the same keys: assigned in the target's own order
+    if list(target) == keys:
         for k, v in zip(keys, children):
             if target[k] is not v:
                 target[k] = v
         return
-    target.clear()
+    target.clear()  # other keys, or the same in another order: the block's order
     for k, v in zip(keys, children):
         target[k] = v
 

@@ -107,6 +107,42 @@ def ordered(value: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
         treedef, [_Ordered(leaf, is_leaf) if _is_dict(leaf) else leaf for leaf in leaves])
 
 
+def reordered(before: Any, after: Any) -> tuple[str, tuple, tuple] | None:
+    """Where the treedef ``after`` holds a dict's keys in another order than ``before``
+    (a treedef equal to it; both of ``ordered`` values): ``(where, keys before, keys
+    after)``, ``where`` being the subscripts that reach the dict (``"['opt'][0]"``, or
+    ``""`` for the value itself); None where every dict keeps its order.
+
+    Examples:
+        >>> import jax
+        >>> a = jax.tree_util.tree_structure(ordered([{"w": 1, "b": 2}]))
+        >>> b = jax.tree_util.tree_structure(ordered([{"b": 2, "w": 1}]))
+        >>> reordered(a, b)
+        ('[0]', ('w', 'b'), ('b', 'w'))
+    """
+    node_a, node_b = before.node_data(), after.node_data()
+    if (node_a is not None and node_b is not None and node_a[0] is _Ordered
+            and node_b[0] is _Ordered and node_a[1].inserted != node_b[1].inserted):
+        return "", node_a[1].inserted, node_b[1].inserted
+    for i, (a, b) in enumerate(zip(before.children(), after.children())):
+        hit = reordered(a, b)
+        if hit is not None:
+            return _step(node_a, i) + hit[0], hit[1], hit[2]
+    return None
+
+
+def _step(node: tuple | None, i: int) -> str:
+    """How the ``i``-th child of a treedef's node is reached from it, as source text."""
+    kind, aux = node if node is not None else (None, None)
+    if kind is _Ordered:
+        return f"[{aux.keys[i]!r}]"
+    if isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        return f".{kind._fields[i]}"
+    if kind in (list, tuple):
+        return f"[{i}]"
+    return ""
+
+
 def tree_map(fn: Callable[..., Any], value: Any,
              is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """``jax.tree_util.tree_map(fn, value)`` with every dict's keys in ``value``'s order."""

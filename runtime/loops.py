@@ -46,7 +46,7 @@ from autograph import errors
 
 from . import attributes, intervals, key_order, objects, run_time_errors, transforms
 from .bounded import counted_loop
-from .carry import Carry, TrackedList, infer_undefined, prepare_state, stabilize
+from .carry import Carry, KeyOrderError, TrackedList, infer_undefined, prepare_state, stabilize
 from .conditionals import if_stmt
 from .conditions import condition
 from .in_place import InPlace
@@ -497,6 +497,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             _note_python_loop(python_index or "its index does not fit int32", seq.n)
         return _python_for(_items_from(seq, 0), body, state, names, extra_test)
     iterations = None  # the attributes each iteration run as Python assigns
+    peeled = False  # an iteration ran as Python to put a dict's keys in the body's order
     k = 0
     while k < seq.n:
         if type(seq.n) is int and seq.n - k <= PYTHON_TRIPS:
@@ -528,6 +529,15 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     raise _changes_outside("for", changed)
                 return out
             except Exception as e:  # noqa: BLE001 - any staging failure: Python can still run it
+                if (isinstance(e, KeyOrderError) and not peeled
+                        and not run_time_errors.raised_as_it_ran(e)):
+                    # the body puts a dict's keys in another order: run as Python, the
+                    # first iteration leaves them in the order the others may keep
+                    outside.restore()
+                    peeled = True
+                    state = _python_for([seq.element(k, x)], body, state, names, extra_test)
+                    k += 1
+                    continue
                 # Never worse than `jax.jit`, which unrolls this loop: a static
                 # trip count lets Python run what `lax.scan` cannot stage (a
                 # carry that grows or changes dtype, the index used as a Python

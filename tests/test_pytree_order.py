@@ -10,6 +10,7 @@ plain ``jax.jit``, on inputs that take different branches and trip counts.
 import collections
 import dataclasses
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +19,7 @@ import pytest
 
 import autograph
 from autograph.runtime import key_order
+from tests.helpers import primitives
 
 P = collections.namedtuple("P", "z a")
 
@@ -185,19 +187,141 @@ def test_the_brief_example_values():
     np.testing.assert_allclose(got, [1.0, 20.0])
 
 
-def test_branches_building_different_orders_take_the_true_branch_order():
-    def f(x):
-        if x > 0:
-            d = {"z": x, "a": x}
-        else:
-            d = {"a": x, "z": -x}
-        record(d)
-        return jnp.stack(list(d.values()))
+# --- an order only known when the program runs ---------------------------------------
 
-    for x in (1.0, -1.0):
-        got, shape = run(autograph.function(f), np.float32(x))
-        assert [k for k, _ in shape[2]] == ["z", "a"]
-        np.testing.assert_allclose(got, [x, x] if x > 0 else [-x, x])
+def branches_building_different_orders(x):
+    if x > 0:
+        d = {"z": x, "a": x}
+    else:
+        d = {"a": x, "z": -x}
+    return jnp.stack(list(d.values()))
+
+
+def reordered_on_one_branch(x):
+    d = {"w": x, "b": 0.5}
+    if x > 0:
+        d["w"] = d.pop("w")
+    return jnp.stack(list(d.values())), [ord(k) for k in d]
+
+
+def nested_reordered_on_one_branch(x):
+    d = {"p": {"w": x, "b": 0.5}, "q": x}
+    if x > 0:
+        d["p"]["w"] = d["p"].pop("w")
+    return jnp.stack(list(d["p"].values()))
+
+
+@pytest.mark.parametrize("fn, name, orders", [
+    (branches_building_different_orders, "d", "['z', 'a'] after the true branch but ['a', 'z']"),
+    (reordered_on_one_branch, "d", "['b', 'w'] after the true branch but ['w', 'b']"),
+    (nested_reordered_on_one_branch, "d['p']", "['b', 'w'] after the true branch but ['w', 'b']")])
+def test_branches_leaving_a_dict_in_two_orders_are_refused(fn, name, orders):
+    for x in (1.0, -1.0):  # Python values: Python runs it
+        for got, want in zip(jax.tree_util.tree_leaves(autograph.convert(fn)(x)),
+                             jax.tree_util.tree_leaves(fn(x))):
+            np.testing.assert_allclose(got, want)
+    with pytest.raises(autograph.BranchError, match="keys in one order") as info:
+        jax.jit(autograph.convert(fn))(jnp.float32(1.0))
+    assert f"`{name}` has its keys in the order {orders} after the false branch" in str(
+        info.value)
+    assert "test_pytree_order.py:" in str(info.value)
+
+
+def reordered_on_both_branches(x):
+    d = {"w": x, "b": 0.5}
+    e = d
+    if x > 0:
+        d["w"] = d.pop("w") + 1.0
+    else:
+        d["w"] = d.pop("w") - 1.0
+    record(e)
+    return jnp.stack(list(e.values()))
+
+
+def rebuilt_in_one_new_order(x):
+    d = {"w": x, "b": 0.5}
+    if x > 0:
+        d = {"b": d["b"], "w": d["w"] + 1.0}
+    else:
+        d = {"b": d["b"] * 2.0, "w": d["w"]}
+    record(d)
+    return jnp.stack(list(d.values()))
+
+
+@pytest.mark.parametrize("fn", [reordered_on_both_branches, rebuilt_in_one_new_order])
+@pytest.mark.parametrize("x", [-2.0, 4.0])
+def test_branches_leaving_one_new_order_hand_it_on(fn, x):
+    # the dict updated in place takes the new order: every name for it sees it
+    want, want_shape = run(fn, np.float32(x))
+    got, got_shape = run(jax.jit(autograph.convert(fn)), jnp.float32(x))
+    assert got_shape == want_shape
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def reordered_in_a_traced_range(x, n):
+    d = {"w": x, "b": 0.5}
+    for i in range(n):
+        d["w"] = d.pop("w")
+    return jnp.stack(list(d.values()))
+
+
+def reordered_in_a_traced_while(x, n):
+    d = {"w": x, "b": 0.5}
+    i = 0
+    while i < n:
+        d["w"] = d.pop("w") + 1.0
+        i += 1
+    return jnp.stack(list(d.values()))
+
+
+@pytest.mark.parametrize("fn, loop", [(reordered_in_a_traced_range, "for"),
+                                      (reordered_in_a_traced_while, "while")])
+def test_a_traced_loop_that_reorders_a_dict_is_refused(fn, loop):
+    # after zero iterations the keys keep their order, after one or more they do not
+    with pytest.raises(autograph.LoopStateError, match="must keep the order of its keys") as info:
+        jax.jit(autograph.convert(fn))(jnp.float32(1.0), jnp.int32(3))
+    assert f"staged `{loop}` loop" in str(info.value)
+    assert "`d` has its keys in the order ['w', 'b'] before the loop but ['b', 'w']" in str(
+        info.value)
+    assert "test_pytree_order.py:" in str(info.value)
+
+
+def moved_to_the_end_in_a_long_loop(x):
+    d = {"w": x, "b": x * 0}
+    for i in range(20):
+        d["w"] = d.pop("w") + 1.0
+    record(d)
+    return jnp.stack(list(d.values()))
+
+
+def first_key_moved_each_step(x):
+    d = {"w": x, "b": x * 0}
+    for i in range(20):
+        k = next(iter(d))
+        d[k] = d.pop(k) + 1.0
+    record(d)
+    return jnp.stack(list(d.values()))
+
+
+def test_a_long_loop_that_reorders_a_dict_once_stages_the_rest():
+    # its first iteration runs as Python and leaves the order the body keeps
+    fn = moved_to_the_end_in_a_long_loop
+    want, want_shape = run(jax.jit(fn), 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, got_shape = run(jax.jit(autograph.convert(fn)), 1.0)
+        assert "scan" in primitives(jax.make_jaxpr(autograph.convert(fn))(1.0))
+    assert got_shape == want_shape
+    np.testing.assert_allclose(got, want)
+
+
+def test_a_long_loop_that_reorders_a_dict_each_step_runs_as_python():
+    fn = first_key_moved_each_step
+    want, want_shape = run(jax.jit(fn), 1.0)
+    with pytest.warns(UserWarning, match="must keep the order|keys in the order"):
+        got, got_shape = run(jax.jit(autograph.convert(fn)), 1.0)
+    assert got_shape == want_shape
+    np.testing.assert_allclose(got, want)
 
 
 def test_key_order_treedefs():

@@ -177,3 +177,45 @@ def test_alias_of_a_list_next_to_a_lowered_return():
     _check(nested_alias_return_in_traced_range, X_NEG, X_POS)
     with pytest.raises(autograph.LoopStateError, match="also reads as `lb"):
         jax.jit(autograph.convert(nested_alias_return_in_traced_range))(*X_POS)
+
+
+# ---------------------------------------------------------------------------
+# A dict whose keys a traced `if` (or a loop over a traced range) puts in
+# another order came out in the old order: keys [119, 98] where Python gives
+# [98, 119] for x > 0. The order after the block depends on the condition (or
+# the trip count), so the block is refused.
+
+
+def dict_reorder_in_traced_if(x, v, n):
+    d = {"w": x, "b": 0.5}
+    if x > 0:
+        d["w"] = d.pop("w")
+    return jnp.stack(list(d.values())), [ord(k) for k in d]
+
+
+def dict_reorder_in_traced_range(x, v, n):
+    d = {"w": x, "b": 0.5}
+    for i in range(n):
+        d["w"] = d.pop("w")
+    return jnp.stack(list(d.values())), [ord(k) for k in d]
+
+
+def dict_reorder_on_both_branches(x, v, n):
+    d = {"w": x, "b": 0.5}
+    if x > 0:
+        d["w"] = d.pop("w") + 1.0
+    else:
+        d["w"] = d.pop("w") - 1.0
+    return jnp.stack(list(d.values())), [ord(k) for k in d]
+
+
+def test_dict_key_order_set_in_a_staged_block():
+    _check(dict_reorder_in_traced_if, X_NEG, X_POS)
+    with pytest.raises(autograph.BranchError, match="keys in one order"):
+        jax.jit(autograph.convert(dict_reorder_in_traced_if))(*X_POS)
+    _check(dict_reorder_in_traced_range, X_NEG, X_POS)
+    with pytest.raises(autograph.LoopStateError, match="order of its keys"):
+        jax.jit(autograph.convert(dict_reorder_in_traced_range))(*X_POS)
+    _check(dict_reorder_on_both_branches, X_NEG, X_POS)
+    _, keys = jax.jit(autograph.convert(dict_reorder_on_both_branches))(*X_POS)
+    assert [int(k) for k in keys] == [98, 119]
