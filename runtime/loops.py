@@ -515,11 +515,12 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             outside = OuterState((body, extra_test), state, names, owned=attributes.owned_ids(
                 state, (body, extra_test), names, leading=1))
             if not outside.can_rewind_all() and seq.n - k <= UNROLL_LIMIT:
-                # a generator cannot be put back after a staging attempt draws from it
+                # a generator (or a builtin iterator) cannot be put back after a staging
+                # attempt draws from it
                 _warn_unrolled(errors.LoopStateError(
-                    "the body reads a generator",
-                    observed="the body reaches a generator, whose items a staged body "
-                             "would draw once (and which cannot be rewound)"))
+                    "the body reads an iterator that cannot be rewound",
+                    observed=f"the body reaches {outside.forward_only()}, whose items a "
+                             f"staged body would draw once (and which cannot be rewound)"))
                 return _python_for(_items_from(seq, k), body, state, names, extra_test)
             try:
                 with tracing_static_loop():

@@ -26,8 +26,14 @@ list, dict, ``OrderedDict``,           a shallow copy, and what the items hold
 ``deque``, ``set``
 ``bytearray``, ``array.array``,        a copy of the data
 NumPy array
-an iterator, a random generator        its position
+an iterator, a random generator        its position (a builtin iterator's as
+                                       its ``__reduce__`` tells it: ``cycle``,
+                                       ``zip``, ``map``, a dict's)
 =====================================  =========================================
+
+An iterator that only a generator's frame or a builtin's ``__reduce__``
+places cannot be put back where it was: a loop over a static range that
+reaches one runs as Python (``can_rewind_all``).
 
 The walk is bounded (``WATCH_LIMIT`` values, ``FUNCTION_LIMIT`` functions):
 what lies further is not watched. JAX arrays are immutable and never copied.
@@ -37,11 +43,14 @@ from __future__ import annotations
 
 import array
 import collections
+import collections.abc
 import dis
 import functools
+import io
 import pickle
 import random
 import types
+import warnings
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -448,8 +457,14 @@ class OuterState:
         return None
 
     def can_rewind_all(self) -> bool:
-        """Whether every iterator the body reaches could be put back (no generators)."""
-        return all(before[0] != "gen" for _, before in self.hidden)
+        """Whether every iterator the body reaches could be put back (no generator, no
+        builtin iterator but those of lists, tuples, strings, bytes and ranges)."""
+        return all(before[0] not in _FORWARD_ONLY for _, before in self.hidden)
+
+    def forward_only(self) -> str | None:
+        """What the body reaches that ``can_rewind_all`` cannot put back, in words."""
+        return next((f"a `{type(value).__name__}` iterator" for value, before in self.hidden
+                     if before[0] in _FORWARD_ONLY), None)
 
     def restore(self) -> None:
         """Puts back what the snapshot saw: cells, bindings, attributes, containers
@@ -501,10 +516,11 @@ _ITERABLES: tuple[Any, ...] = ([], (), "", range(1), b"", bytearray())
 _SEEKABLE: tuple[type, ...] = tuple({type(iter(x)) for x in _ITERABLES})
 
 
-def _hidden_state(value):
+def _hidden_state(value, depth: int = 8):
     """The position of an iterator, generator or random generator (state a call
     such as ``next(it)`` or ``rng.random()`` moves without assigning anything), or
-    None for any other value."""
+    None for any other value. ``depth`` bounds how far the iterators a builtin one
+    draws from are followed (``zip(map(...))``)."""
     if isinstance(value, _SEEKABLE):
         return ("seek", value.__reduce__()[-1])
     if isinstance(value, types.GeneratorType):
@@ -517,14 +533,68 @@ def _hidden_state(value):
         return ("numpy", np.asarray(state[1]).tobytes(), *state[2:])
     if isinstance(value, np.random.Generator):
         return ("generator", pickle.dumps(value.bit_generator.state))
+    if _builtin_iterator(value):
+        return ("iter", _reduced(value, depth))
     return None
 
 
+# the kinds of `_hidden_state` that cannot be put back
+_FORWARD_ONLY = ("gen", "iter")
+
+
+def _builtin_iterator(value) -> bool:
+    """An iterator whose position lies in a builtin's C state (``itertools.cycle``,
+    ``zip``, ``map``, a dict's iterator); not a user class's (its attributes hold its
+    position, watched as an object's) nor a file (its position is the file's)."""
+    t = type(value)
+    return (isinstance(value, collections.abc.Iterator) and not isinstance(value, io.IOBase)
+            and not isinstance(getattr(t, "__next__", None), types.FunctionType))
+
+
+class _Same:
+    """One object in a position, equal only to a record of the very same object."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+def _reduced(value, depth: int):
+    """The position of a builtin iterator, from what its ``__reduce__`` gives: the
+    iterators it draws from by their own positions, lists and tuples by the objects
+    they hold, anything else by identity. None where it gives nothing (no
+    ``__reduce__``): a move then goes unseen."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # itertools' own, 3.12
+            parts = value.__reduce__()[1:]
+    except Exception:  # noqa: BLE001 - not picklable: nothing to say where it is
+        return None
+
+    def record(x):
+        if type(x) in _ATOMS:
+            return (type(x), repr(x))
+        if isinstance(x, (list, tuple)):
+            return tuple(record(c) for c in x)
+        hidden = _hidden_state(x, depth - 1) if depth > 0 else None
+        return _Same(x) if hidden is None else hidden
+
+    return record(parts)
+
+
 def _rewind(value, before) -> None:
-    """Puts an iterator or random generator back at ``before`` (a generator cannot be:
-    loops reaching one run as Python from the start, see ``can_rewind_all``)."""
+    """Puts an iterator or random generator back at ``before`` (a generator or a builtin
+    iterator such as ``itertools.cycle`` cannot be: loops reaching one run as Python
+    from the start, see ``can_rewind_all``)."""
     kind = before[0]
-    if kind == "gen":
+    if kind in _FORWARD_ONLY:
         return
     if kind == "seek":
         value.__setstate__(before[1])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import collections
+import itertools
 import warnings
 
 import jax
@@ -560,6 +561,96 @@ def test_a_list_a_traced_loop_carries_and_reads_through_another_name_is_refused(
         jax.jit(autograph.convert(fn))(jnp.float32(1.5), jnp.int32(3))
     assert seen + " (one object)" in str(info.value)
     assert "test_outer_state.py:" in str(info.value)
+
+
+# -- builtin iterators --------------------------------------------------------------------
+
+def next_in_a_long_loop(x):
+    it = itertools.cycle([0, 1, 1, 0, 0])
+    mm = [[x, 0.5], [1.0, -x]]
+    for i in range(19):
+        mm[0][next(it)] = x + i
+    return jnp.asarray(mm)
+
+
+def zipped_iterators_in_a_long_loop(x):
+    it = zip(itertools.count(), map(float, itertools.cycle([0.5, 1.5])))
+    for i in range(20):
+        k, w = next(it)
+        x = x * 0.9 + w * k
+    return x
+
+
+def keys_drawn_in_a_long_loop(x):
+    it = iter({f"k{j}": j for j in range(30)})
+    s = x
+    for i in range(20):
+        s = s + len(next(it))
+    return s
+
+
+@pytest.mark.parametrize("fn", [next_in_a_long_loop, zipped_iterators_in_a_long_loop,
+                                keys_drawn_in_a_long_loop])
+def test_builtin_iterators_a_long_loop_draws_from_advance_once_per_iteration(fn):
+    # a builtin iterator cannot be put back after a staging attempt: the loop runs as
+    # Python, as under `jax.jit`
+    want = jax.jit(fn)(jnp.float32(1.5))
+    with pytest.warns(UserWarning, match="iterator, whose items a staged body would draw once"):
+        got = jax.jit(autograph.convert(fn))(jnp.float32(1.5))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def next_in_a_traced_range(x, n):
+    it = itertools.cycle([0, 1, 1, 0, 0])
+    mm = [[x, 0.5], [1.0, -x]]
+    for i in range(n):
+        mm[next(it)][next(it)] += 5.0
+    return jnp.asarray(mm)
+
+
+def next_in_a_traced_while(x, n):
+    it = itertools.count()
+    i = 0
+    while i < n:
+        x = x + next(it)
+        i += 1
+    return x
+
+
+def next_in_a_traced_branch(x, n):
+    it = itertools.cycle([1.0, 2.0])
+    if x > 0:
+        x = x + next(it)
+    return x, next(it)
+
+
+@pytest.mark.parametrize("fn, error, kind", [
+    (next_in_a_traced_range, autograph.LoopStateError, "cycle"),
+    (next_in_a_traced_while, autograph.LoopStateError, "count"),
+    (next_in_a_traced_branch, autograph.BranchError, "cycle")])
+def test_builtin_iterators_a_staged_block_draws_from_are_refused(fn, error, kind):
+    want = fn(1.5, 3)
+    assert jax.tree_util.tree_all(jax.tree_util.tree_map(
+        lambda g, w: np.allclose(g, w), autograph.convert(fn)(1.5, 3), want))
+    with pytest.raises(error, match="cannot change what lies outside") as info:
+        jax.jit(autograph.convert(fn))(jnp.float32(1.5), jnp.int32(3))
+    assert f"the position of a `{kind}` it draws from" in str(info.value)
+    assert "test_outer_state.py:" in str(info.value)
+
+
+def unused_iterator_in_a_traced_loop(x, n):
+    it = map(float, range(10))
+    i = 0
+    while i < n:
+        x = x * 2.0
+        i += 1
+    return x, next(it)
+
+
+def test_a_builtin_iterator_a_staged_block_only_reaches_is_not_refused():
+    got = jax.jit(autograph.convert(unused_iterator_in_a_traced_loop))(jnp.float32(1.5),
+                                                                      jnp.int32(3))
+    assert (float(got[0]), got[1]) == unused_iterator_in_a_traced_loop(1.5, 3) == (12.0, 0.0)
 
 
 # -- what a staging attempt changed is undone before Python runs the loop ---------------

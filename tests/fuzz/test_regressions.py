@@ -8,6 +8,8 @@ library has the bug; none is marked xfail or skip.
 
 from __future__ import annotations
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -219,3 +221,36 @@ def test_dict_key_order_set_in_a_staged_block():
     _check(dict_reorder_on_both_branches, X_NEG, X_POS)
     _, keys = jax.jit(autograph.convert(dict_reorder_on_both_branches))(*X_POS)
     assert [int(k) for k in keys] == [98, 119]
+
+
+# ---------------------------------------------------------------------------
+# `next()` on an iterator whose position the watch of outside state could not
+# see (`itertools.cycle`): a staged loop over a static range drew from it once
+# while tracing, so only `mm[0][0]` was written (plain `jax.jit` gives
+# mm[0] = [19.5, 18.5]); over a traced range the result was wrong instead of
+# a LoopStateError.
+
+
+def next_in_staged_range(x, v, n):
+    it = itertools.cycle([0, 1, 1, 0, 0])
+    mm = [[x, 0.5], [1.0, -x]]
+    for i in range(19):
+        mm[0][next(it)] = x + i
+    return jnp.asarray(mm)
+
+
+def next_in_traced_range(x, v, n):
+    it = itertools.cycle([0, 1, 1, 0, 0])
+    mm = [[x, 0.5], [1.0, -x]]
+    for i in range(n):
+        mm[next(it)][next(it)] += 5.0
+    return jnp.asarray(mm)
+
+
+def test_builtin_iterator_drawn_from_in_a_staged_loop():
+    _check(next_in_staged_range, X_NEG, X_POS)
+    got = jax.jit(autograph.convert(next_in_staged_range))(*X_POS)
+    np.testing.assert_allclose(np.asarray(got)[0], [19.5, 18.5])
+    _check(next_in_traced_range, X_NEG, X_POS)
+    with pytest.raises(autograph.LoopStateError, match="position of a `cycle`"):
+        jax.jit(autograph.convert(next_in_traced_range))(*X_POS)
