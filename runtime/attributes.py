@@ -249,7 +249,7 @@ def carrying(attrs: Attributes | None, attempt: Callable[..., tuple], values, na
         return attempt(_as_is, values, names)
     for _ in range(_ATTEMPTS):
         try:
-            out = attempt(attrs.wrap, attrs.inputs(values), names + attrs.labels())
+            out = attempt(attrs.wrap, attrs.inputs(values, names), names + attrs.labels())
         except _Retrace:
             continue
         return attrs.finish(out)
@@ -272,6 +272,7 @@ class Attributes:
         self.values = values    # the block's inputs
         self.labels_in = labels
         self.n = n              # how many of them it hands out
+        self.given = n          # how many inputs the block was given (see `inputs`)
         self.construct = construct
         self.carried: list[tuple[_Owned, str]] = []
         self.same: list[Any] = []  # objects handed through as themselves (as `_Same(k)`)
@@ -285,9 +286,17 @@ class Attributes:
     def labels(self) -> tuple[str, ...]:
         return tuple(f"{o.label}.{a}" for o, a in self.carried)
 
-    def inputs(self, values) -> tuple:
-        """The block's inputs with the carried attributes' values after its outputs."""
+    def inputs(self, values, names=()) -> tuple:
+        """The block's inputs with the carried attributes' values after its outputs.
+
+        An `if` may be given fewer inputs than it has outputs (an output no branch
+        reads, with no other input after it): those outputs are passed as
+        undefined, so that the attributes still come right after the outputs."""
         given = tuple(self._token(v) for v in values)
+        self.given = len(given)
+        if len(given) < self.n:
+            given += tuple(Undefined(names[j] if j < len(names) else f"output {j}")
+                           for j in range(len(given), self.n))
         start = tuple(o.start[a] if a in o.start else Undefined(f"{o.label}.{a}")
                       for o, a in self.carried)
         return given[:self.n] + start + given[self.n:]
@@ -326,7 +335,8 @@ class Attributes:
 
         def run(*args):
             lead, rest = args[:leading], args[leading:]
-            user = [self._object(v) for v in rest[:n] + rest[n + k:]]
+            g = min(n, self.given)  # outputs the block's functions take as inputs
+            user = [self._object(v) for v in rest[:g] + rest[n + k:]]
             saved = [attribute_values(o.obj) for o in self.owned]
             try:
                 for (o, a), v in zip(carried, rest[n:n + k]):
@@ -336,7 +346,8 @@ class Attributes:
                         set_attribute(o.obj, a, v)
                 copies = self._copies(user)
                 entry = [attribute_values(o.obj) for o in self.owned]
-                out = tuple(user[:n]) if fn is None else fn(*lead, *user)
+                out = (tuple(self._object(v) for v in rest[:n]) if fn is None
+                       else fn(*lead, *user))
                 if returns_state:
                     out = tuple(out)
                 self._check(entry, carried, copies, user, out if returns_state else None)

@@ -482,3 +482,25 @@ def test_python_values_run_as_python():
         return ns.total
 
     assert autograph.convert(f)(1.0) == 20.0 and ns.total == 20.0
+
+
+class _Plain:
+    pass
+
+
+def attribute_beside_an_output_no_branch_reads(x):
+    o = _Plain()
+    o.a = 0.0
+    if x > 0:
+        y = 1.0
+        o.a = x
+    else:
+        y = 2.0
+        o.a = -x
+    return y + o.a
+
+
+def test_an_if_with_an_output_no_branch_reads_carries_the_attribute():
+    for x in (1.5, -2.0):
+        got = jax.jit(autograph.convert(attribute_beside_an_output_no_branch_reads))(x)
+        np.testing.assert_allclose(got, attribute_beside_an_output_no_branch_reads(x))
