@@ -6,6 +6,7 @@ import contextvars
 import functools
 import gc
 import os
+import sys
 import threading
 import types
 import warnings
@@ -17,6 +18,7 @@ import jax
 from autograph import errors, loader, parsing, pipeline
 from autograph.converters import index_uses
 from autograph.runtime import calls as _calls
+from autograph.runtime import objects as _objects
 from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
 from autograph.runtime.index_meaning import PYTHON_PARAMS
@@ -215,6 +217,32 @@ def _unconverted(fn: types.FunctionType, error: errors.ConversionError, strict: 
     return fn
 
 
+_WARNED_LOST: "weakref.WeakSet" = weakref.WeakSet()  # functions warned about lost updates
+
+
+def _warn_lost_updates(fn: types.FunctionType) -> None:
+    """Warns, once per function, that the NNX variables it changed were copies."""
+    if fn in _WARNED_LOST:
+        return
+    _WARNED_LOST.add(fn)
+    warnings.warn(
+        f"autograph: `{fn.__qualname__}` changes Flax NNX variables of its arguments under "
+        f"a plain JAX transformation such as `jax.jit`, which hands NNX objects in as "
+        f"copies: the changes are lost. Compile it with `nnx.jit(autograph.convert(f))` or "
+        f"`autograph.function(f)`, which write them back into your objects",
+        stacklevel=_outside_libraries(3))
+
+
+def _outside_libraries(level: int) -> int:
+    """The ``stacklevel`` of the first caller, from ``level`` up, outside JAX and autograph."""
+    frame: types.FrameType | None = sys._getframe(level)
+    while frame is not None and (frame.f_globals.get("__name__", "").split(".")[0] in (
+            "jax", "jaxlib", "autograph", "functools") or errors.is_generated(
+            frame.f_code.co_filename)):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _check_outputs(result, fn):
     from autograph.runtime.values import Undefined, raise_undefined
     for leaf in jax.tree_util.tree_leaves(result, is_leaf=lambda x: isinstance(x, Undefined)):
@@ -309,8 +337,12 @@ def convert(fn: Callable | None = None, *, recursive: bool = True,
     def wrapper(*args, **kwargs):
         # the callees converted while it runs follow its `strict`
         token = None if strict is None else _STRICT.set(strict)
+        watch = _objects.watch_copies(args, kwargs, sys._getframe(1).f_globals.get(
+            "__name__", ""))
         try:
             result = converted(*args, **kwargs)
+            if watch is not None and watch.changed():
+                _warn_lost_updates(plain)
         except Exception as e:
             _run_time_errors.reraise(e)  # the user's own exception, raised as the program ran
             errors.annotate_traceback(e)

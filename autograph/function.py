@@ -199,6 +199,7 @@ class Function(functools.partial):
             else _ordered
         self._unordered: Function | None = None
         self._many_devices = False  # a program ran over several devices: calls go there
+        self._graph_calls = False  # a call passed Flax NNX objects (see `_call_jitted`)
         self._checks: list = []  # one item per check staged (`assert`, `raise`)
         target, record = self._target, self._record_trace
         ordered, checks = self._ordered, self._checks
@@ -265,7 +266,7 @@ class Function(functools.partial):
             return counting_entry
 
         n_required = self._n_required
-        if (n_positional >= 0 and not self._jit_kwargs
+        if (n_positional >= 0 and not self._jit_kwargs and not self._graph_calls
                 and not self._user_argnums and not self._user_argnames):
             cpp = _dispatch.cpp_entry(self._name, jit, (n_required, n_positional), general,
                                       again)
@@ -347,6 +348,11 @@ class Function(functools.partial):
     def _call_jitted(self, args, kwargs, bound: bool):
         self._calls_cell[0] += 1
         if _objects.has_graph_nodes(args, kwargs):
+            if not self._graph_calls:
+                # jax.jit's C++ dispatch would flatten the NNX objects on every call, only
+                # to hand the call to Python: the call paths are made again without it
+                self._graph_calls = True
+                self._eager_mode_used()
             return self._graph_jit(*args, **kwargs)
         if self.input_signature is not None:
             args, kwargs = self._check_signature(args, kwargs, skip=1 if bound else 0)

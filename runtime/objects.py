@@ -30,7 +30,7 @@ import jax
 
 from autograph import errors
 
-from .values import closure_values
+from .values import _cells as closure_cells
 
 OBJECTS = "<objects>"  # the name of the lifted state among the carried names
 
@@ -75,6 +75,7 @@ class Lifted:
         self.treedef: jax.tree_util.PyTreeDef
         leaves, self.treedef = jax.tree_util.tree_flatten(state)
         self.state = tuple(leaves)
+        self.changed: set[int] = set()  # positions of the leaves a block function sets
 
     def _state(self, leaves):
         return jax.tree_util.tree_unflatten(self.treedef, list(leaves))
@@ -97,8 +98,25 @@ class Lifted:
     def finish(self, values) -> tuple:
         """The final state: nodes updated in place; stand-ins become the nodes again."""
         *user, state = values
-        self.nnx.update(tuple(self.nodes), self._state(state))
+        self.nnx.update(tuple(self.nodes), self._changed_only(self._state(state)))
         return tuple(self.nodes[v.k] if isinstance(v, _Node) else v for v in user)
+
+    def _changed_only(self, state):
+        """``state`` less the variables no block function set: writing one back would be
+        a mutation Flax refuses where the caller's object belongs to an outer trace (a
+        module read, never updated, by a loop under ``jax.vmap``)."""
+        if len(self.changed) == len(self.state):
+            return state
+        keep, start = set(), 0
+        for var in jax.tree_util.tree_leaves(state, is_leaf=self._is_variable):
+            n = len(jax.tree_util.tree_leaves(var))
+            if not self.changed.isdisjoint(range(start, start + n)):
+                keep.add(id(var))
+            start += n
+        return self.nnx.filter_state(state, lambda path, var: id(var) in keep)
+
+    def _is_variable(self, value) -> bool:
+        return isinstance(value, self.nnx.Variable)
 
     # -- the functions of the block ---------------------------------------------
 
@@ -131,7 +149,9 @@ class Lifted:
                                   "submodule or a variable is added, removed or replaced)",
                                   "create every submodule and variable before the "
                                   f"{self.construct}")
-            return out + (self._leaves(new_state),)
+            new = self._leaves(new_state)
+            self.changed.update(i for i, (a, b) in enumerate(zip(state, new)) if a is not b)
+            return out + (new,)
 
         return run
 
@@ -182,7 +202,13 @@ def lift(state, fns, construct: str) -> Lifted | None:
     for v in state:
         if not isinstance(v, _SCALARS) and _is_node(nnx, v):
             add(v)
-    for cell, v in closure_values(fns):
+    # also the closures of the functions those read: an unrolled loop's later
+    # iterations are staged branches that call its body from a wrapper
+    for cell in closure_cells(fns):
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell: a name not assigned yet
+            continue
         if (not isinstance(v, _SCALARS) and _is_node(nnx, v)
                 and all(c is not cell for c, _ in cells)):
             cells.append((cell, add(v)))
@@ -204,3 +230,26 @@ def has_graph_nodes(args, kwargs) -> bool:
                     v, is_leaf=lambda x: _is_node(nnx, x)))):
             return True
     return False
+
+
+class _Watch:
+    """The values of the NNX variables a call is handed, to tell if the call changed them."""
+
+    def __init__(self, variables):
+        self.before = [(v, v.get_raw_value()) for v in variables]
+
+    def changed(self) -> bool:
+        return any(v.get_raw_value() is not raw for v, raw in self.before)
+
+
+def watch_copies(args, kwargs, caller: str) -> _Watch | None:
+    """A watch on the NNX variables among ``args`` and ``kwargs`` when a JAX transformation
+    (``caller``, the module that called) hands them in: ``jax.jit`` flattens NNX objects
+    like any pytree, so the function is given copies, and what it changes in them is
+    lost. None in every other case (at once where Flax is not imported)."""
+    nnx = _nnx()
+    if nnx is None or not caller.startswith("jax.") or not has_graph_nodes(args, kwargs):
+        return None
+    variables = [v for value in (*args, *kwargs.values())
+                 for _, v in nnx.iter_graph(value) if isinstance(v, nnx.Variable)]
+    return _Watch(variables) if variables else None
