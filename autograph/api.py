@@ -18,6 +18,7 @@ import jax
 from autograph import errors, loader, parsing, pipeline
 from autograph.converters import index_uses
 from autograph.runtime import calls as _calls
+from autograph.runtime import libraries as _libraries
 from autograph.runtime import objects as _objects
 from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
@@ -298,6 +299,12 @@ def convert(fn: Callable | None = None, *, recursive: bool = True,
         return functools.partial(convert, recursive=recursive, strict=strict)
     if _plain_callable(fn):
         return fn
+    # a library's entry point around the user's code (linen's `apply`, Equinox's
+    # `filter_jit(f)`): the same entry point around the converted code
+    rebuilt = _libraries.rebuild(
+        fn, functools.partial(convert, recursive=recursive, strict=strict), memo=False)
+    if rebuilt is not None:
+        return rebuilt
     if _transforms.is_custom_derivative(fn):
         return _transforms.rebuild_custom_derivative(fn, _calls.resolve)
     if isinstance(fn, types.BuiltinFunctionType):

@@ -48,6 +48,7 @@ from autograph.concrete import (
     describe,
 )
 from autograph.runtime import host_callbacks as _host_callbacks
+from autograph.runtime import libraries as _libraries
 from autograph.runtime import objects as _objects
 from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
@@ -223,6 +224,8 @@ class Function(functools.partial):
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             if hasattr(plain, attr):
                 setattr(self, attr, getattr(plain, attr))
+        for attr, value in getattr(plain, "__dict__", {}).items():
+            self.__dict__.setdefault(attr, value)  # marks such as linen's `compact`
         self.__wrapped__ = plain
 
     # -- calling ---------------------------------------------------------------
@@ -354,6 +357,10 @@ class Function(functools.partial):
                 self._graph_calls = True
                 self._eager_mode_used()
             return self._graph_jit(*args, **kwargs)
+        if args and _libraries.is_linen_module(args[0]):
+            # a linen method, run by linen's `init`/`apply` (compiled where those are):
+            # its module is bound to variables `jax.jit` cannot take, so it is converted only
+            return self._target(*args, **kwargs)
         if self.input_signature is not None:
             args, kwargs = self._check_signature(args, kwargs, skip=1 if bound else 0)
         if self._canonicalize:

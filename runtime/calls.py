@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from autograph import errors
 
-from . import index_meaning, transforms
+from . import index_meaning, libraries, transforms
 from .values import is_staging
 
 # Top-level packages whose functions are never converted.
@@ -122,6 +122,9 @@ def _memo(f, build: Callable):
 
 def _function(f: types.FunctionType):
     if library_module(f) is not None or _converter is None:
+        rebuilt = libraries.rebuild(f, resolve)  # a linen method: around the user's method
+        if rebuilt is not None:
+            return rebuilt
         e = transforms.entry(f)
         return f if e is None else transforms.convert_arguments(f, e, resolve)
     return _converter(f)
@@ -150,6 +153,9 @@ def resolve(f):
                 _resolved[f] = target
             return target
     if isinstance(f, types.MethodType):
+        rebuilt = libraries.rebuild(f, resolve)  # `model.apply` of a linen module
+        if rebuilt is not None:
+            return rebuilt
         func = resolve(f.__func__)
         return f if func is f.__func__ else types.MethodType(func, f.__self__)
     if type(f) is functools.partial:
@@ -164,6 +170,9 @@ def resolve(f):
             return _builtins.get(f, f)
         except TypeError:  # pragma: no cover - unhashable type objects
             return f
+    rebuilt = libraries.rebuild(f, resolve)  # a linen module, Equinox's `filter_jit(f)`
+    if rebuilt is not None:
+        return rebuilt
     call = getattr(type(f), "__call__", None)
     if isinstance(call, types.FunctionType) and library_module(call) is None:
         converted = resolve(call)

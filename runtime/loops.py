@@ -53,6 +53,7 @@ from .in_place import InPlace
 from .index_meaning import PythonMeaningError, tracing_static_loop
 from .iterables import Seq, TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
 from .jaxprs import make_jaxpr_and_tree
+from .libraries import layers_made_before
 from .outside import OuterState
 from .values import (
     MaybeUndefined,
@@ -306,9 +307,10 @@ def _staged_while(test, body, state, names, steps: Steps, loop="while"):
     born = [i for i, v in enumerate(state)
             if is_undefined(v) and not isinstance(v, UndefinedReturn)]
     try:
-        if born:
-            return _with_defined_flag(test, body, state, names, steps, loop, born)
-        return _staged_while_defined(test, body, state, names, steps, loop)
+        with layers_made_before(f"`{loop}` loop"):
+            if born:
+                return _with_defined_flag(test, body, state, names, steps, loop, born)
+            return _staged_while_defined(test, body, state, names, steps, loop)
     except TypeError as e:
         error = _traced_shape(e, loop)
         if error is None:
@@ -689,8 +691,9 @@ def _python_for(iterable, body, state, names, extra_test):
         if extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
-                state = if_stmt(c, lambda *s, item=item: body(item, *s), None, state,
-                                names=names)
+                with layers_made_before("`for` loop"):
+                    state = if_stmt(c, lambda *s, item=item: body(item, *s), None, state,
+                                    names=names)
                 continue
             if not c:
                 break

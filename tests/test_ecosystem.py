@@ -1,13 +1,16 @@
 """Flax linen, Equinox and Optax with converted code: the spellings in docs/ecosystem.md.
 
-Library entry points (``model.apply``, ``eqx.filter_jit(f)``) are library
-code: ``convert`` runs them unconverted, with a warning that says what to
-convert instead. Functions handed to library transformations from converted
-code are converted, like those handed to JAX's. Each result is compared with
-the eager run of the same code.
+Library entry points around the user's code (``model.apply``,
+``eqx.filter_jit(f)``) convert that code: the module's method, the function
+wrapped. Functions handed to library transformations from converted code are
+converted, like those handed to JAX's. Each result is compared with the eager
+run of the same code. ``tests/test_linen.py`` and ``tests/test_equinox.py``
+go into each library further.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import equinox as eqx
 import flax.linen as nn
@@ -46,13 +49,29 @@ def test_linen_compact_call_converted_init_apply_grad(sign):
     assert jax.tree_util.tree_structure(g) == jax.tree_util.tree_structure(params)
 
 
-def test_convert_of_linen_apply_runs_it_unconverted_with_advice():
-    model = Clipped()
-    x = jnp.ones((2, 4))
-    params = model.init(jax.random.key(0), x)
-    with pytest.warns(UserWarning, match="flax's code and runs unconverted"):
+class Unconverted(nn.Module):
+    @nn.compact
+    def __call__(self, x):  # not decorated: converted through `apply`
+        h = nn.Dense(3)(x)
+        if h.sum() > 0:
+            h = h * 0.5
+        else:
+            h = -h
+        return h
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_convert_of_linen_apply_converts_the_module_method(sign):
+    model = Unconverted()
+    x = sign * jnp.ones((2, 4))
+    params = model.init(jax.random.key(0), x)  # eager: Python's `if`
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         apply = autograph.convert(model.apply)
-    np.testing.assert_allclose(jax.jit(apply)(params, x), model.apply(params, x))
+        got = jax.jit(apply)(params, x)
+        got_params = jax.jit(autograph.convert(model.init))(jax.random.key(0), x)
+    np.testing.assert_allclose(got, model.apply(params, x), rtol=1e-6)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, got_params, params)
 
 
 def _branchy(x):
@@ -61,9 +80,10 @@ def _branchy(x):
     return -x
 
 
-def test_convert_of_equinox_filter_jit_runs_it_unconverted_with_advice():
-    with pytest.warns(UserWarning, match="equinox's code and runs unconverted"):
-        f = autograph.convert(eqx.filter_jit(autograph.convert(_branchy)))
+def test_convert_of_equinox_filter_jit_converts_the_function_inside():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = autograph.convert(eqx.filter_jit(_branchy))
     np.testing.assert_allclose(f(jnp.ones(3)), 2.0 * jnp.ones(3))
     np.testing.assert_allclose(f(-jnp.ones(3)), jnp.ones(3))
 
