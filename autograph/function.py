@@ -12,6 +12,10 @@ One ``Function`` converts its Python function once (control flow to
 * tuples, lists, dicts, NamedTuples and registered dataclasses key it by
   structure and by their leaves (hashable containers of Python values only
   by value);
+* Flax NNX objects among the arguments make the call an ``nnx.jit`` call;
+  an Equinox module's leaves that are not arrays are static, as under
+  ``eqx.filter_jit`` (see :mod:`autograph.static_leaves`, which also says
+  how results holding such leaves come back);
 * separate ``Function`` objects never share traces.
 
 ``print``, ``assert`` and ``raise`` on traced values run ordered in a program
@@ -54,6 +58,7 @@ from autograph.runtime import run_time_errors as _run_time_errors
 from autograph.runtime import transforms as _transforms
 from autograph.static_keys import keyed as _keyed
 from autograph.static_keys import unkeyed as _unkeyed
+from autograph.static_leaves import held, holds_module, release, static_outputs
 
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
 _ARRAY_IMPL = _dispatch.ARRAY_IMPL  # the exact type, checked without an ABC lookup
@@ -210,7 +215,7 @@ class Function(functools.partial):
             kwargs = {k: _unkeyed(v) for k, v in kwargs.items()}
             record(args, kwargs)
             with _host_callbacks.ordering(ordered, checks):
-                return target(*args, **kwargs)
+                return static_outputs(target(*args, **kwargs))
 
         if self._signature is not None:
             # lets jax.jit map names to positions (inspect reads a function's __signature__)
@@ -383,6 +388,9 @@ class Function(functools.partial):
             return self._call_flat(args, kwargs)
         jitted = self._by_types.get(key)
         if jitted is None:  # static or dynamic follows from the types (and pytree structures)
+            if not self._positional_jit_options and holds_module((args, kwargs)):
+                self._flat_keys.add(key)  # Equinox's rule: a module's other leaves are static
+                return self._call_flat(args, kwargs)
             jitted = self._by_types[key] = self._for(args, kwargs)
         traces = self._traces
         keyed_args, keyed_kwargs = self._jit_args(args, kwargs)
@@ -436,7 +444,8 @@ class Function(functools.partial):
             raise TypeError(f"an argument of `{self._name}` holds a `{type(bad).__name__}` "
                             f"object, which is neither an array nor hashable; autograph.function "
                             f"cannot key its cache on it")
-        return self._flat_jit([leaves[i] for i in dynamic_at], (treedef, dynamic_at, template))
+        return release(self._flat_jit([leaves[i] for i in dynamic_at],
+                                      (treedef, dynamic_at, template)))
 
     def _run_flat(self, dynamic, static):
         treedef, dynamic_at, template = static
@@ -444,7 +453,7 @@ class Function(functools.partial):
         for i, value in zip(dynamic_at, dynamic):
             leaves[i] = value
         args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
-        return self._traced(*args, **kwargs)
+        return held(self._traced(*args, **kwargs))  # `release`d after the call
 
     def __get__(self, obj, objtype=None):
         if obj is None:

@@ -16,6 +16,12 @@ them in a :class:`ByValue` that compares what the traced function reads:
   identity. Objects with their own ``__eq__`` and ``__hash__`` (a frozen
   dataclass) keep them; an object made unhashable without an ``__eq__`` of its
   own stays unhashable.
+
+Functions, modules and classes are keyed by identity, and so are JAX's
+function objects (``jax.jit``, ``jax.custom_jvp`` and ``jax.custom_vjp``
+functions, such as the ``jax.nn.relu`` an Equinox module holds): they are
+functions too, and reading their attributes on every call would cost more
+than it tells.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from autograph.runtime.state import float_key
 _SIMPLE = frozenset({bool, int, str, bytes, type(None)})
 # objects whose identity is what they are: never keyed by their attributes
 _BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                types.BuiltinMethodType, types.ModuleType, type, functools.partial, enum.Enum)
+                types.BuiltinMethodType, types.ModuleType, type, functools.partial, enum.Enum,
+                jax.custom_jvp, jax.custom_vjp, type(jax.jit(lambda: None)))
 # values keyed by what they hold, never by their attributes
 _NOT_OBJECTS = (*_BY_IDENTITY, jax.Array, np.ndarray, np.generic, tuple, list, dict, set,
                 frozenset)

@@ -260,7 +260,7 @@ def _rejit(eqx, f, fn):
 
 
 # Equinox wrapper class -> how to make it again around another function. Each row
-# reads private fields of Equinox 0.13; tests/test_ecosystem.py has one test per row.
+# reads private fields of Equinox 0.13; tests/test_equinox.py has one test per row.
 _EQUINOX: dict[str, Callable[[Any, Any, Callable], Callable]] = {
     "_JitWrapper": _rejit,
     "_ValueAndGradWrapper": lambda eqx, f, fn: eqx.filter_value_and_grad(
