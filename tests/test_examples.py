@@ -33,7 +33,7 @@ def run_main(capsys, name, argv):
 
 @pytest.mark.parametrize("name", ["collatz", "training_loop", "data_parallel", "model_call",
                                   "dense_stack", "newton", "greedy_decode", "fizzbuzz",
-                                  "nnx_model", "linen_model"])
+                                  "nnx_model", "linen_model", "nnx_early_stopping"])
 def test_example_layout(name):
     with open(os.path.join(EXAMPLES, name + ".py")) as f:
         text = f.read()
@@ -160,6 +160,17 @@ def test_linen_model(capsys):
     result, out = run_main(capsys, "linen_model", ["--steps", "10"])
     assert "compiled == eager on both branches" in out
     assert result["losses"][-1] < result["losses"][0]
+
+
+def test_nnx_early_stopping(capsys):
+    result, out = run_main(capsys, "nnx_early_stopping",
+                           ["--epochs", "3", "--batches", "24", "--target", "0.1"])
+    assert "compiled == eager" in out
+    assert result["traces"] == 1
+    assert len(result["steps"]) == 3 and all(0 < s <= 24 for s in result["steps"])
+    assert result["optimizer_steps"] == sum(result["steps"])
+    assert "(stopped early)" in out and min(result["steps"]) < 24  # the target is reached
+    assert all(math.isfinite(v) for v in result["losses"])
 
 
 def _losses(out):
