@@ -6,6 +6,7 @@ import itertools
 from typing import Sequence
 
 import jax
+import jax.export
 import numpy as np
 
 # Every `None` of every spec is its own symbolic dimension, all in one scope,
