@@ -32,12 +32,16 @@ from autograph.converters import (
     break_statements,
     continue_statements,
     index_uses,
+    loop_counters,
     return_statements,
+    while_statements,
 )
 from autograph.naming import Namer
+from autograph.runtime.checkpointed import CHECKPOINTS
 from autograph.runtime.loops import PYTHON_TRIPS
 
-_JUMP_PASSES = (continue_statements, break_statements, return_statements)
+# as in the pipeline: counters are found before the jump passes move their steps
+_JUMP_PASSES = (loop_counters, continue_statements, break_statements, return_statements)
 _BLOCKS = (gast.If, gast.While, gast.For)
 _MARK = "_autograph_explain_user"  # set on the user's own `if`/`while`/`for` nodes
 _JUMP_KINDS = (("did_continue", "continue"), ("did_break", "break"), ("did_return", "return"))
@@ -60,6 +64,7 @@ class Block:
       target: the loop variable(s) of a `for`.
       runtime: how it runs, in Python or with ``lax``.
       depends: which arguments decide that.
+      under_grad: for a loop, how reverse-mode ``jax.grad`` differentiates it.
     """
 
     kind: str
@@ -74,6 +79,7 @@ class Block:
     target: str = ""
     runtime: str = ""
     depends: str = ""
+    under_grad: str = ""
 
 
 @dataclasses.dataclass
@@ -371,14 +377,16 @@ class _Describer:
                 early = (f"; the jump lowering makes its test `{rewritten}`, so it also stops "
                          f"once a `break` or `return` inside has run")
             staged = "`lax.while_loop`"
-            if _has_loop_options(node.body):
-                staged = ("a masked `lax.scan` of `maximum_iterations` steps "
-                          "(`set_loop_options`), which reverse-mode `jax.grad` supports")
+            options = _loop_options(node.body)
+            if "maximum_iterations" in options:
+                staged = ("`lax.while_loop` that stops after `maximum_iterations` steps "
+                          "(`set_loop_options`)")
             block.runtime = (f"a Python `while` as long as `{test}` is a Python value; from "
                              f"the first test that is traced, the rest runs as {staged}"
                              + early + _python_state_note(origin or node, staged=True))
             block.depends = self._dep_clause(
                 rewritten, self._depends(_reads(node.test) | _reads(extra), deps))
+            block.under_grad = self._while_under_grad(node, options, block.carried_in)
             return
         iterable = origin.iter if origin is not None else node.iter
         it_text = self._text(iterable)
@@ -414,6 +422,11 @@ class _Describer:
                 f"under `jax.jit`)" + early)
         if not why:
             block.runtime += _python_state_note(origin if origin is not None else node)
+        if func == "range" and not why:
+            block.under_grad = (
+                "as it runs: unrolled or `lax.scan`, which `jax.grad` differentiates step by "
+                "step (with `break` or `return`, a masked `lax.scan`); with traced bounds, "
+                "the `lax.while_loop` " + _CHECKPOINTED)
         clauses = [self._dep_clause(it_text, self._depends(_reads(node.iter), deps))]
         if block.carried_in:
             state = ", ".join(f"`{n}`" for n in block.carried_in)
@@ -421,6 +434,44 @@ class _Describer:
             clauses.append(f"the state ({state}) depends on "
                            + (", ".join(f"`{a}`" for a in args) if args else "no argument"))
         block.depends = "; ".join(clauses)
+
+
+    def _while_under_grad(self, node: gast.While, options: dict[str, str], state) -> str:
+        """How reverse mode differentiates the staged `while` (see runtime/loops.while_stmt)."""
+        if "checkpoints" in options:
+            return (f"with checkpoints: the backward pass keeps {options['checkpoints']} "
+                    f"copies of the loop state (`set_loop_options(checkpoints=...)`) and "
+                    f"recomputes the steps between them; memory does not grow with the trip "
+                    f"count")
+        if "maximum_iterations" in options:
+            return (f"as a masked `lax.scan` of {options['maximum_iterations']} steps "
+                    f"(`maximum_iterations`), whose backward pass keeps what every step "
+                    f"computed")
+        body, _ = while_statements.loop_options(node.body)
+        bound = while_statements.counter_bound(node, body, state)
+        if bound is not None:
+            name, limit = bound.elts[0].value, self._text(bound.elts[2].body)
+            return (f"as a masked `lax.scan` of as many steps as the counter `{name}` allows "
+                    f"where it starts as a Python int and its limit `{limit}` is one (the "
+                    f"backward pass keeps what every step computed); otherwise it "
+                    f"{_CHECKPOINTED}{_HOW_MANY}")
+        return _CHECKPOINTED[len("differentiates "):] + _HOW_MANY
+
+
+_CHECKPOINTED = (
+    f"differentiates with checkpoints: the backward pass keeps {CHECKPOINTS} copies of the "
+    f"loop state (fewer for a state over 2 MiB) and recomputes the steps between them, so its "
+    f"memory does not grow with the trip count")
+_HOW_MANY = "; `set_loop_options(checkpoints=S)` sets how many copies"
+
+
+def _loop_options(body) -> dict[str, str]:
+    """The keywords of a leading ``set_loop_options(...)`` call, as source text."""
+    if not _has_loop_options(body):
+        return {}
+    call = body[0].value
+    return {k.arg: ast.unparse(gast.gast_to_ast(k.value)) for k in call.keywords
+            if k.arg is not None}
 
 
 def _python_state_note(node, staged: bool = False) -> str:
@@ -481,6 +532,8 @@ def render(exp: Explanation, style=None, width: int = 100) -> str:
         field("local:", f"{_list(b.local)} (assigned inside, not needed after it)")
         field("runs as:", b.runtime)
         field("depends on:", b.depends)
+        if b.under_grad:
+            field("under grad:", b.under_grad)
     if exp.generated_names:
         out.append("")
         field_text = "; ".join(f"`{n}`: {role}" for n, role in exp.generated_names.items())

@@ -41,6 +41,10 @@ def render(r: dict) -> str:
         f"- **`jax.grad` through an early exit** (exit after ~30 of 1000 steps): "
         f"{g['converted_us']:.0f} us, {_x(g['converted_us'], g['masked_us'])} the masked "
         f"scan written by hand; gradients equal within {g['max_abs_difference']:.1g}.",
+    ]
+    if r.get("checkpointed") is not None:
+        lines.append(_checkpointed(r["checkpointed"]))
+    lines += [
         "- **First call** (convert + trace + compile + run) against the same function "
         "written with `lax`: " + "; ".join(
             f"{row['program']} {row['ratio']:.2f}x" for row in r["first_call"]) + ".",
@@ -70,6 +74,24 @@ def render(r: dict) -> str:
             f"{row['program']} {row['ratio']:.2f}x" for row in steady) + ".",
     ]
     return "\n".join(lines)
+
+
+def _checkpointed(ck: dict) -> str:
+    worst = max(row["max_relative_difference"] for row in ck["gradients"])
+    trips = [row["trips"] for row in ck["gradients"]]
+    m = ck["memory"]
+    text = (f"- **`jax.grad` through a `while` with no bound** (checkpointed): the gradients "
+            f"of Newton's method, bisection, an adaptive ODE solver and a line search "
+            f"({min(trips)} to {max(trips):,} trips) equal eager `jax.grad` through the Python "
+            f"loop within {worst:.1g} (relative, float64).")
+    if None not in (m["checkpointed_bytes"], m["bounded_bytes"], m["every_step_bytes"]):
+        text += (f" The backward pass of {m['steps']:,} steps of a {m['state_bytes']:,}-byte "
+                 f"state holds {m['checkpointed_bytes'] / 2**20:.2f} MiB, against "
+                 f"{m['bounded_bytes'] / 2**20:.0f} MiB for the bounded form and "
+                 f"{m['every_step_bytes'] / 2**20:.0f} MiB for a scan that stores every step.")
+    return text + (" `value_and_grad` against the hand-written scan: " + ", ".join(
+        f"{_x(row['checkpointed_us'], row['scan_us'])} at {row['steps']:,} steps"
+        for row in ck["time"]) + ".")
 
 
 def update(path: str, results: dict) -> None:

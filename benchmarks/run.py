@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import checkpointed  # noqa: E402
 import conversion  # noqa: E402
 import dense_stack  # noqa: E402
 import early_exit  # noqa: E402
@@ -93,6 +94,24 @@ def table(results) -> list:
     rows.append(_row(f"jax.grad through an early exit (gradients differ by "
                      f"{g['max_abs_difference']:.1g})", g["converted_us"], "us",
                      "hand masked scan", g["masked_us"], "ratio <= 1.0", 1.0))
+    ck = results["checkpointed"]
+    worst = max(ck["gradients"], key=lambda r: r["max_relative_difference"])
+    trips = sorted({r["trips"] for r in ck["gradients"]})
+    rows.append(_row(f"jax.grad through a while with no bound: 4 programs, {trips[0]} to "
+                     f"{trips[-1]} trips, largest relative difference ({worst['program']})",
+                     worst["max_relative_difference"], "", "rtol", 1e-5, "ratio <= 1", 1.0))
+    m = ck["memory"]
+    for what, key in (("bounded form", "bounded_bytes"), ("scan storing every step",
+                                                           "every_step_bytes")):
+        if m["checkpointed_bytes"] is not None and m[key] is not None:
+            rows.append(_row(f"backward pass of {m['steps']} steps of a {m['state_bytes']} B "
+                             f"state, checkpointed: bytes", m["checkpointed_bytes"] / 2**20,
+                             "MiB", what, m[key] / 2**20, None))
+    for r in ck["time"]:
+        goal = ("ratio <= 3", 3.0) if r["steps"] == 1000 else (None, None)
+        rows.append(_row(f"value_and_grad, {r['steps']} steps of a while with no bound, "
+                         f"checkpointed", r["checkpointed_us"], "us", "hand-written scan",
+                         r["scan_us"], *goal))
     for r in results["first_call"]:
         rows.append(_row(f"first call, {r['program']}", r["converted_ms"], "ms",
                          "hand-written lax", r["lax_ms"], "ratio <= 1.1", 1.1))
@@ -169,6 +188,8 @@ def main(argv=None) -> dict:
     results["numpy_habits"] = numpy_habits.main()
     print("== early exit ==")
     results["early_exit"] = early_exit.main(rounds=3 if quick else 15)
+    print("== jax.grad through loops with no bound ==")
+    results["checkpointed"] = checkpointed.main(quick=quick, rounds=3 if quick else 5)
     print("== first call ==")
     results["first_call"] = first_call.main(rounds=2 if quick else 7)
     print("== loops ==")

@@ -7,7 +7,10 @@ traced, the rest of the loop is staged:
 ==============================================  ==============================
 what is iterated                                staged as
 ==============================================  ==============================
-``while`` with a traced condition               ``lax.while_loop``
+``while`` with a traced condition               ``lax.while_loop``, which
+                                                differentiates in reverse
+                                                mode with checkpoints
+                                                (:mod:`runtime.checkpointed`)
 ``while`` with most iterations (``set_loop_     ``lax.while_loop``, which
 options(maximum_iterations=N)``, or a Python-   differentiates as a bounded
 int counter such as ``while i < 10``)           scan (:mod:`runtime.bounded`)
@@ -18,7 +21,7 @@ those                                           ``jax.jit`` unrolls it; more:
                                                 trip count; with ``break`` or
                                                 ``return``, as the ``while``
                                                 with most iterations above
-``range`` with traced bounds                    ``lax.while_loop``
+``range`` with traced bounds                    as the first row
 lists, tuples, dicts, other iterables           a Python loop (unrolled)
 ==============================================  ==============================
 
@@ -44,9 +47,10 @@ from jax import lax
 
 from autograph import errors
 
-from . import attributes, intervals, key_order, objects, run_time_errors, transforms
+from . import attributes, intervals, key_order, objects, run_time_errors
 from .bounded import counted_loop
 from .carry import Carry, KeyOrderError, TrackedList, infer_undefined, prepare_state, stabilize
+from .checkpointed import checkpointed_loop
 from .conditionals import if_stmt
 from .conditions import condition
 from .in_place import InPlace
@@ -59,7 +63,6 @@ from .values import (
     MaybeUndefined,
     Tracer,
     UndefinedReturn,
-    closure_values,
     flag_assigned,
     guard_when_asked,
     is_array,
@@ -86,8 +89,9 @@ class Bound(NamedTuple):
 class Steps(NamedTuple):
     """How many iterations a staged `while` loop may run."""
 
-    maximum: int | None  # None: no most-iterations count, a plain `lax.while_loop`
+    maximum: int | None  # None: no most-iterations count, a checkpointed `lax.while_loop`
     test_bounds: bool = False  # the test itself stops the loop within `maximum` steps
+    checkpoints: int | None = None  # states its backward pass keeps (None: the default)
 
 
 def _names_the_return_value(loop):
@@ -132,8 +136,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     ``lax.while_loop``: Python numbers in the state become (weakly typed)
     arrays, and each variable must keep its shape, dtype and structure, or a
     ``LoopStateError`` names it. With ``opts={'maximum_iterations': N}`` the
-    staged loop stops after at most ``N`` steps, and reverse-mode ``jax.grad``
-    can differentiate it.
+    staged loop stops after at most ``N`` steps.
 
     ``bound=(name, op, limit, step)`` names a counter that bounds the loop
     (the test holds ``name op limit()``; the body moves ``name`` by ``step``).
@@ -141,15 +144,18 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     most iterations as the counter allows, with no hint from the user. A loop
     with most iterations (given or inferred) runs as ``lax.while_loop`` and
     differentiates in reverse mode as a bounded ``lax.scan``
-    (:func:`runtime.bounded.counted_loop`); any other staged loop is a
-    ``lax.while_loop``, which reverse mode cannot differentiate.
+    (:func:`runtime.bounded.counted_loop`); any other staged loop runs as
+    ``lax.while_loop`` and differentiates in reverse mode with checkpoints
+    (:func:`runtime.checkpointed.checkpointed_loop`; ``opts={'checkpoints':
+    S}`` sets how many states its backward pass keeps).
 
     Args:
       test: the loop's condition, evaluated on the state.
       body: runs one iteration on the state and returns the new state.
       init: the state before the loop: the values of ``names``.
       names: the loop's variables, for error messages.
-      opts: ``{'maximum_iterations': N}`` from ``autograph.set_loop_options``.
+      opts: ``{'maximum_iterations': N, 'checkpoints': S}`` from
+        ``autograph.set_loop_options``.
       bound: the counter that bounds the loop, as a ``Bound``'s fields.
       python_state: ``(name, why)`` for the names the body assigns and uses
         as Python values (``f"w{n}"``); staging a loop where one holds a
@@ -173,7 +179,8 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
             _refuse_python_numbers(python_state, state, names, (test, body))
-            steps = Steps((opts or {}).get("maximum_iterations"))
+            steps = Steps((opts or {}).get("maximum_iterations"),
+                          checkpoints=(opts or {}).get("checkpoints"))
             bound = None if bound is None else Bound(*bound)
             limit = None
             if steps.maximum is None:
@@ -184,8 +191,6 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                 # a count: a `while_loop`, differentiable as the bounded form
                 if bound is not None and trips is not None:
                     steps, limit = Steps(trips, test_bounds=True), bound.limit()
-                elif _reverse_mode(state, (test, body)):
-                    _note_unbounded_under_reverse()
             lifted = objects.lift(state, (test, body), "`while` loop")
             outside = None
             if lifted is not None:  # Flax objects the body updates: carried, written back
@@ -258,27 +263,6 @@ def _changes_outside(loop: str, changed: str) -> errors.LoopStateError:
 def _items_from(seq: Seq, k: int):
     """The items of ``seq`` from index ``k`` on, for a loop that runs as Python."""
     return (seq.element(j, seq.python_slice(j)) for j in range(k, seq.n))
-
-
-def _reverse_mode(state, fns) -> bool:
-    """Whether reverse-mode differentiation (``jax.grad``, ``vjp``) traces these values."""
-    values = list(state) + [v for _, v in closure_values(fns)]
-    leaves = jax.tree_util.tree_leaves(values, is_leaf=lambda x: isinstance(x, Tracer))
-    return any(isinstance(leaf, _LINEARIZE_TRACER) for leaf in leaves)
-
-
-def _note_unbounded_under_reverse() -> None:
-    """Remembers this loop: staged as `lax.while_loop` while reverse mode traces it."""
-    loc = errors.current_location()
-    if loc is not None and len(transforms.unbounded_under_reverse) < 8:
-        transforms.unbounded_under_reverse.append(loc)
-
-
-_LINEARIZE_TRACER: type | tuple[()]  # a private JAX class, or () for isinstance
-try:
-    from jax._src.interpreters.ad import LinearizeTracer as _LINEARIZE_TRACER
-except ImportError:  # pragma: no cover - another JAX version: no automatic bound
-    _LINEARIZE_TRACER = ()
 
 
 def _bounded_trips(bound: Bound, state, names) -> int | None:
@@ -407,9 +391,11 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
         c = condition(test(*carry.unflatten(arrays)), f"a `{loop}` loop")
         return jnp.asarray(c, dtype=bool)
 
-    if maximum is None:
+    if maximum is None or steps.checkpoints is not None:
         with staging():
-            final = lax.while_loop(cond_arrays, body_arrays, carry.arrays)
+            final = checkpointed_loop(cond_arrays, body_arrays, carry.arrays,
+                                      checkpoints=steps.checkpoints, maximum=maximum,
+                                      stabilize=_stabilizer(carry))
         return shared.finish(carry.unflatten(final, final=True))
 
     with staging():
@@ -917,8 +903,6 @@ def _check_exiting(closed, carry, k0: int, n: int) -> None:
 
 @_lifted_for
 def _traced_seq_for(seq: TracedSeq, body, state, names, extra_test):
-    if _reverse_mode(state, (body, extra_test)):  # staged as `lax.while_loop` below
-        _note_unbounded_under_reverse()
     def test(k, *s):
         more = k < seq.length
         if extra_test is not None:

@@ -46,7 +46,7 @@ class Entry(NamedTuple):
 
     positions: tuple[int, ...]
     keywords: tuple[str, ...]
-    reverse: bool = False   # reverse-mode differentiation: names unbounded loops it meets
+    reverse: bool = False   # reverse-mode differentiation: names loops it cannot go through
 
 
 def _e(positions, *keywords) -> Entry:
@@ -133,9 +133,10 @@ def convert_arguments(f, e: Entry, resolve: Callable) -> Callable:
     return call
 
 
-# Locations of `while` loops staged as `lax.while_loop` while reverse-mode
-# differentiation traced them (see `loops.while_stmt`): the loops JAX's
-# "Reverse-mode differentiation does not work for lax.while_loop" is about.
+# Locations of `while` loops with no known bound that were staged as a plain
+# `lax.while_loop`, since their body has effects the derivative would repeat (see
+# `checkpointed.checkpointed_loop`): the loops JAX's "Reverse-mode differentiation
+# does not work for lax.while_loop" is about.
 unbounded_under_reverse: list = []
 _REVERSE_WHILE_ERROR = "Reverse-mode differentiation does not work for lax.while_loop"
 
@@ -154,12 +155,15 @@ def _naming_unbounded_loops(gradient_fn):
             where = unbounded_under_reverse[0]
             from autograph import errors
             raise errors.LoopStateError(
-                "reverse-mode differentiation cannot go through a `while` loop whose trip "
-                "count is only known at run time",
-                observed="this loop is staged as `lax.while_loop`, which `jax.grad` cannot "
-                         "differentiate" + (f" (and {len(unbounded_under_reverse) - 1} more)"
-                                            if len(unbounded_under_reverse) > 1 else ""),
-                fix="add `autograph.set_loop_options(maximum_iterations=N)` as the first "
+                "reverse-mode differentiation cannot go through a `while` loop that prints "
+                "or has other ordered effects, when its trip count is only known at run time",
+                observed="its derivative would run the body again and repeat the effects, so "
+                         "this loop is staged as a plain `lax.while_loop`, which `jax.grad` "
+                         "cannot differentiate" + (f" (and {len(unbounded_under_reverse) - 1} "
+                                                   f"more)" if len(unbounded_under_reverse) > 1
+                                                   else ""),
+                fix="move the `print` out of the loop, or add "
+                    "`autograph.set_loop_options(maximum_iterations=N)` as the first "
                     "statement of the loop body, or bound the loop by a counter (`while ... "
                     "and i < N:` with `i += 1` in the body)",
                 location=where) from e

@@ -402,3 +402,34 @@ def test_explain_reports_unconvertible_code(tmp_path, monkeypatch, capsys):
     assert cli.main(["explain", "gen.py:gen"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gen.py:2: `yield` is not supported in converted functions\n")
+
+
+def test_explain_says_how_grad_differentiates_each_while(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "loops.py", """\
+        import autograph
+
+        def loops(x, n):
+            while x < 10.0:
+                x = x * 2.0
+            i = 0
+            while x < 20.0 and i < 5:
+                x = x * 2.0
+                i += 1
+            while x < 40.0:
+                autograph.set_loop_options(maximum_iterations=8)
+                x = x * 2.0
+            while x < 80.0:
+                autograph.set_loop_options(checkpoints=16)
+                x = x * 2.0
+            return x
+        """)
+    assert cli.main(["explain", "loops.py:loops"]) == 0
+    out = capsys.readouterr().out
+    grads = [" ".join(g.split()) for g in re.findall(
+        r"under grad:\s+(.*?)(?=\n\S|\n\n|\Z)", out, re.S)]
+    assert len(grads) == 4
+    assert grads[0].startswith("with checkpoints: the backward pass keeps 128 copies")
+    assert grads[1].startswith("as a masked `lax.scan` of as many steps as the counter `i`")
+    assert grads[2].startswith("as a masked `lax.scan` of 8 steps (`maximum_iterations`)")
+    assert grads[3].startswith("with checkpoints: the backward pass keeps 16 copies")

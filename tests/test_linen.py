@@ -90,10 +90,14 @@ def test_apply_with_another_method_by_name_or_function(x):
         params, x, 3.0, method="scaled"), want, rtol=1e-6)
     np.testing.assert_allclose(jax.jit(lambda p, x: apply(p, x, 3.0, method=Compact.scaled))(
         params, x), want, rtol=1e-6)
-    # reverse mode through the converted method (its branch; the unbounded `while` of
-    # `scaled` has no reverse-mode form without a bound)
+    # reverse mode through the converted method: its branch, and the `while` of `scaled`
+    # (no bound: differentiated with checkpoints)
     grads = jax.jit(jax.grad(lambda p: apply(p, x, method="__call__").sum()))(params)
     assert jax.tree_util.tree_structure(grads) == jax.tree_util.tree_structure(params)
+    scaled = jax.jit(jax.grad(lambda p: apply(p, x, 3.0, method="scaled").sum()))(params)
+    want = jax.grad(lambda p: model.apply(p, x, 3.0, method="scaled").sum())(params)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5),
+                           scaled, want)
 
 
 class DecoratedWithFunction(nn.Module):

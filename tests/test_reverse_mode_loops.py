@@ -1,15 +1,19 @@
-"""`jax.grad` through `while` loops bounded by a counter, with no hint from the user.
+"""`jax.grad` through staged `while` loops, bounded or not, with no hint from the user.
 
 A counter that starts as a Python int, is compared with a Python int and
 moves by a constant step on every path bounds the loop; under reverse-mode
-differentiation the loop is then staged as a masked ``lax.scan``. Gradients
+differentiation the loop is then staged as a masked ``lax.scan``. Any other
+loop differentiates with checkpoints (``runtime/checkpointed``). Gradients
 are compared with the plain-Python gradient (``jax.grad`` of the unconverted
-function on concrete values runs the loop in Python) and with the same loop
-written with ``autograph.set_loop_options``, on inputs that exit at the
-first, a middle and no iteration.
+function on concrete values runs the loop in Python): for bounded loops on
+inputs that exit at the first, a middle and no iteration, and for loops with
+no bound on four programs (Newton's method, bisection, an adaptive ODE
+stepper, a line search) run 1, 10 and about 1,000 times.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -164,18 +168,37 @@ def _unbounded(x):
     return x
 
 
-def test_grad_through_an_unbounded_while_in_converted_code_names_the_loop():
+def test_grad_inside_converted_code_goes_through_an_unbounded_while():
     def step(x):
         return jax.grad(_unbounded)(x)
 
+    want = jax.grad(_unbounded)(1.0)  # Python loop: 1.5 ** 6
     for run in (autograph.function(step), jax.jit(autograph.convert(step))):
-        with pytest.raises(autograph.LoopStateError, match="reverse-mode") as info:
-            run(1.0)
-        msg = str(info.value)
-        assert "test_reverse_mode_loops.py" in msg and "while x < 10.0" in msg
-        assert "set_loop_options(maximum_iterations=N)" in msg
-    # forward mode goes through the same loop
+        np.testing.assert_allclose(run(1.0), want, rtol=1e-6)
     assert float(jax.jit(autograph.convert(lambda x: jax.jacfwd(_unbounded)(x)))(1.0)) > 0
+
+
+def _shout(x):
+    jax.debug.print("big: {}", x)
+    return x * 2.0
+
+
+def _prints_in_a_branch(x):
+    while x < 10.0:
+        x = jax.lax.cond(x > 5.0, _shout, lambda x: x * 1.5, x)
+    return x
+
+
+def test_an_unbounded_while_whose_derivative_would_repeat_effects_is_named():
+    # the cond prints and computes `x`: the derivative cannot leave it out
+    def step(x):
+        return jax.grad(_prints_in_a_branch)(x)
+
+    with pytest.raises(autograph.LoopStateError, match="reverse-mode") as info:
+        autograph.function(step)(1.0)
+    msg = str(info.value)
+    assert "test_reverse_mode_loops.py" in msg and "while x < 10.0" in msg
+    assert "set_loop_options(maximum_iterations=N)" in msg
 
 
 @pytest.mark.parametrize("x0", [1.5, 0.5, -0.5])  # exits at the first step, the 14th, never
@@ -187,3 +210,288 @@ def test_counter_stepped_after_a_traced_break_still_bounds_the_loop(x0):
     np.testing.assert_allclose(jax.jit(jax.grad(f))(x0), want, rtol=1e-5)
     np.testing.assert_allclose(jax.grad(autograph.function(breaks_before_its_step))(x0), want,
                                rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# loops with no bound: checkpointed reverse mode
+
+
+def newton(a, damping):
+    """y with y**3 + y = a, by damped Newton steps until the residual is small."""
+    y = jnp.ones_like(a)
+    r = y ** 3 + y - a
+    n = 0
+    while jnp.abs(r) > 1e-3:
+        y = y - damping * r / (3.0 * y * y + 1.0)
+        r = y ** 3 + y - a
+        n += 1
+    return y, n
+
+
+def bisection(lo, hi, w):
+    """The cube root of 2 in [lo, hi], cutting the interval at lo + w * (hi - lo)."""
+    n = 0
+    while hi - lo > 1e-3:
+        mid = lo + w * (hi - lo)
+        if mid ** 3 > 2.0:
+            hi = mid
+        else:
+            lo = mid
+        n += 1
+    return 0.5 * (lo + hi) + 0.1 * lo * hi, n
+
+
+def adaptive_ode(state, k, t1, tol):
+    """A damped oscillator from t = 0 to t1 by Heun steps whose size adapts to the error."""
+    t = jnp.zeros_like(k)
+    h = 0.1 * jnp.ones_like(k)
+    n = 0
+    while t < t1:
+        h = jnp.minimum(h, t1 - t)
+        f0 = {"y": state["v"], "v": -k * state["y"] - 0.1 * state["v"]}
+        euler = {key: state[key] + h * f0[key] for key in state}
+        f1 = {"y": euler["v"], "v": -k * euler["y"] - 0.1 * euler["v"]}
+        heun = {key: state[key] + 0.5 * h * (f0[key] + f1[key]) for key in state}
+        err = jnp.abs(heun["y"] - euler["y"]) + jnp.abs(heun["v"] - euler["v"]) + 1e-9
+        if err < tol:
+            t = t + h
+            state = heun
+        h = h * jnp.clip(0.9 * jnp.sqrt(tol / err), 0.2, 5.0)
+        n += 1
+    return state["y"] + 0.5 * state["v"], n
+
+
+def _objective(x):
+    return jnp.sum(x ** 4) + jnp.sum(x ** 2)
+
+
+def line_search(x, beta):
+    """A backtracking line search along the steepest descent until Armijo's condition holds."""
+    d = -jax.grad(_objective)(x)
+    f0 = _objective(x)
+    slope = -jnp.sum(d * d)
+    t = 1.0
+    xt = x + d
+    ft = _objective(xt)
+    n = 0
+    while ft > f0 + 1e-4 * t * slope:
+        t = t * beta
+        xt = x + t * d
+        ft = _objective(xt)
+        n += 1
+    return ft + jnp.sum(xt), n
+
+
+_ODE_STATE = {"y": 1.0, "v": 0.0}
+PROGRAMS = {  # name: (function, {trips: arguments}), differentiated in its first two
+    "newton": (newton, {1: (2.05, 1.0), 10: (3.0, 0.5), 1000: (3.0, 0.0069)}),
+    "bisection": (bisection, {1: (1.2, 1.2019, 0.5), 10: (0.5, 1.5, 0.5),
+                              1000: (0.0, 2.0, 0.0012)}),
+    "adaptive_ode": (adaptive_ode, {1: (_ODE_STATE, 2.0, 0.05, 1e-2),
+                                    10: (_ODE_STATE, 2.0, 0.3, 1e-3),
+                                    1000: (_ODE_STATE, 2.0, 2.5, 1e-5)}),
+    "line_search": (line_search, {1: (np.full(8, 0.3), 0.5), 10: (np.full(8, 2.0), 0.75),
+                                  1000: (np.full(8, 3.0), 0.99705)}),
+}
+
+
+def _spellings(fn):
+    grad = functools.partial(jax.grad, argnums=(0, 1), has_aux=True)
+    return {"jax.jit(jax.grad(convert(f)))": jax.jit(grad(autograph.convert(fn))),
+            "jax.grad(jax.jit(convert(f)))": grad(jax.jit(autograph.convert(fn))),
+            "jax.grad(autograph.function(f))": grad(autograph.function(fn))}
+
+
+@pytest.mark.parametrize("trips", [1, 10, 1000])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_grad_through_a_loop_with_no_bound_is_the_python_loop_gradient(name, trips):
+    # in float64, so that the comparison is of the derivative, not of rounding
+    fn, cases = PROGRAMS[name]
+    with jax.enable_x64(True):
+        args = jax.tree.map(jnp.float64, cases[trips])
+        want, n = jax.grad(fn, argnums=(0, 1), has_aux=True)(*args)  # the Python loop
+        assert 0.7 * trips <= n <= 1.3 * trips
+        for spelling, run in _spellings(fn).items():
+            got, n_staged = run(*args)
+            assert int(n_staged) == n, spelling
+            for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-12, err_msg=spelling)
+
+
+def test_grad_under_vmap_where_elements_stop_at_different_steps():
+    targets = jnp.array([2.05, 3.0, 30.0, 1.9], jnp.float32)  # 1 to about 30 steps
+    want_a = [jax.grad(lambda a: newton(a, 0.5)[0])(a) for a in targets]
+    want_ds = [jax.grad(lambda d: newton(a, d)[0])(0.5) for a in targets]
+    want_d = sum(want_ds)
+    value = lambda a, d: autograph.convert(newton)(a, d)[0]  # noqa: E731
+    # each element's gradient, also for `d`, which the elements share
+    per_element = jax.vmap(jax.grad(value, argnums=(0, 1)), in_axes=(0, None))
+    for run in (per_element, jax.jit(per_element)):
+        got_a, got_ds = run(targets, 0.5)
+        np.testing.assert_allclose(got_a, want_a, rtol=1e-5)
+        np.testing.assert_allclose(got_ds, want_ds, rtol=1e-5, atol=1e-7)
+    summed = jax.grad(lambda a, d: jnp.sum(jax.vmap(value, (0, None))(a, d)), argnums=(0, 1))
+    for run in (summed, jax.jit(summed)):
+        got_a, got_d = run(targets, 0.5)
+        np.testing.assert_allclose(got_a, want_a, rtol=1e-5)
+        np.testing.assert_allclose(got_d, want_d, rtol=1e-5, atol=1e-6)  # a sum that cancels
+    function = jax.vmap(jax.grad(lambda a: autograph.function(newton)(a, 0.5)[0]))
+    np.testing.assert_allclose(function(targets), want_a, rtol=1e-5)
+
+
+def nested(x, a):
+    while x < 20.0:
+        y = x
+        while y < x * 1.5:
+            y = y * a + 0.1
+        x = y + jnp.sin(x)
+    return x
+
+
+def breaks(x, a):
+    while x < 100.0:
+        x = x * a + jnp.cos(x)
+        if x > 30.0:
+            break
+        x = x + 0.5
+    return x
+
+
+def returns(x, a):
+    while x < 100.0:
+        x = x * a + jnp.cos(x)
+        if x * x > 900.0:
+            return x - 1.0
+    return x
+
+
+@pytest.mark.parametrize("fn", [nested, breaks, returns], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x", [0.5, 3.0, 200.0])
+def test_grad_through_nested_loops_and_jumps(fn, x):
+    want = jax.grad(fn, argnums=(0, 1))(x, 1.5)
+    for run in (jax.grad(jax.jit(autograph.convert(fn)), argnums=(0, 1)),
+                jax.grad(autograph.function(fn), argnums=(0, 1))):
+        for g, w in zip(run(x, 1.5), want):
+            np.testing.assert_allclose(g, w, rtol=2e-5)
+
+
+def test_forward_mode_runs_while_loops_and_keeps_no_states():
+    def decay(x, n):
+        i = 0
+        while i < n:
+            x = jnp.tanh(0.9 * x) * 0.5 + 0.5 * x
+            i = i + 1
+        return jnp.sum(x)
+
+    x = jnp.linspace(-1.0, 1.0, 1000, dtype=jnp.float32)
+    f = autograph.convert(decay)
+    assert "while[" in str(jax.make_jaxpr(f)(x, 7))  # evaluated: the plain while_loop
+    forward = jax.jit(lambda x, n: jax.jvp(lambda x: f(x, n), (x,), (jnp.ones_like(x),)))
+    want = jax.jvp(lambda x: decay(x, 7), (x,), (jnp.ones_like(x),))
+    np.testing.assert_allclose(forward(x, 7), want, rtol=1e-5)
+    np.testing.assert_allclose(jax.jacfwd(f)(x[:3], 7), jax.jacfwd(decay)(x[:3], 7), rtol=1e-5)
+    jaxpr = str(jax.make_jaxpr(lambda x, n: jax.jvp(lambda x: f(x, n), (x,), (x,)))(x, 7))
+    assert "form=Form.TANGENT" in jaxpr and "COTANGENT" not in jaxpr
+    # the states a backward pass would start from (128 copies of x) are not kept
+    memory = forward.lower(x, 7).compile().memory_analysis()
+    assert memory is None or memory.temp_size_in_bytes < 128 * x.nbytes / 4
+
+
+def settle(x, w, n):
+    i = 0
+    while i < n:
+        x = jnp.tanh(w * x) * 0.5 + 0.5 * x
+        i = i + 1
+    return jnp.sum(x ** 2)
+
+
+def settle_bounded(x, w, n):
+    i = 0
+    while i < n:
+        autograph.set_loop_options(maximum_iterations=5000)
+        x = jnp.tanh(w * x) * 0.5 + 0.5 * x
+        i = i + 1
+    return jnp.sum(x ** 2)
+
+
+def test_memory_of_the_backward_pass_does_not_grow_with_the_trip_count():
+    x = jnp.linspace(-1.0, 1.0, 1000, dtype=jnp.float32)
+    grad = jax.jit(jax.grad(autograph.convert(settle)))
+    got = grad(x, 0.9, 3000)
+    np.testing.assert_allclose(got, jax.jit(jax.grad(autograph.convert(settle_bounded)))(
+        x, 0.9, 3000), rtol=1e-5, atol=1e-7)
+    checkpointed = grad.lower(x, 0.9, 3000).compile().memory_analysis()
+    bounded = jax.jit(jax.grad(autograph.convert(settle_bounded))).lower(
+        x, 0.9, 3000).compile().memory_analysis()
+    if checkpointed is not None and bounded is not None:  # the backend reports it
+        # 129 states against the 5000 steps the bounded form keeps
+        assert checkpointed.temp_size_in_bytes < 200 * x.nbytes
+        assert bounded.temp_size_in_bytes > 5000 * x.nbytes
+
+
+def few_checkpoints(x, n):
+    i = 0
+    while i < n:
+        autograph.set_loop_options(checkpoints=4)
+        x = x + 0.01 * jnp.sin(x)
+        i = i + 1
+    return x
+
+
+def capped_and_checkpointed(x):
+    while x < 1e6:
+        autograph.set_loop_options(maximum_iterations=40, checkpoints=6)
+        x = x * 1.1 + 0.1 * jnp.sin(x)
+    return x
+
+
+def forty_steps(x):
+    for _ in range(40):
+        x = x * 1.1 + 0.1 * jnp.sin(x)
+    return x
+
+
+def test_set_loop_options_checkpoints():
+    assert "'checkpoints': 4" in autograph.to_code(few_checkpoints)
+    want = jax.grad(few_checkpoints)(0.3, 300)
+    np.testing.assert_allclose(jax.jit(jax.grad(autograph.convert(few_checkpoints)))(0.3, 300),
+                               want, rtol=1e-5)
+    # capped at 40 steps, the loop stops before its test fails
+    capped = jax.jit(autograph.convert(capped_and_checkpointed))(1.0)
+    np.testing.assert_allclose(capped, forty_steps(1.0), rtol=1e-5)
+    np.testing.assert_allclose(jax.grad(jax.jit(autograph.convert(capped_and_checkpointed)))(1.0),
+                               jax.grad(forty_steps)(1.0), rtol=1e-5)
+    with pytest.raises(ValueError, match="checkpoints"):
+        autograph.set_loop_options(checkpoints=1)
+
+
+def test_forward_over_reverse():
+    with jax.enable_x64(True):
+        want = jax.hessian(_unbounded_with(1.3))(0.5)
+        got = jax.jit(jax.hessian(autograph.convert(_unbounded_with(1.3))))(0.5)
+        np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+def test_second_derivatives_under_vmap():
+    def g(x, a):
+        while jnp.sum(x * x) < 100.0:
+            x = x * a + jnp.sin(x)
+        return jnp.sum(x)
+
+    with jax.enable_x64(True):
+        xs = jnp.array([[0.5, 0.2], [1.0, 2.0], [3.0, -1.0]])  # 4 to 8 steps
+        for derivative in (functools.partial(jax.hessian, argnums=(0, 1)),
+                           functools.partial(jax.jacrev, argnums=(0, 1))):
+            got = jax.jit(jax.vmap(derivative(autograph.convert(g)), (0, None)))(xs, 1.5)
+            for i, x in enumerate(xs):
+                want = derivative(g)(x, 1.5)
+                for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+                    np.testing.assert_allclose(a[i], b, rtol=1e-9)
+
+
+def _unbounded_with(a):
+    def f(x):
+        while x < 10.0:
+            x = x * a + jnp.sin(x)
+        return x
+    return f

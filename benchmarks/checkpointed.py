@@ -1,0 +1,218 @@
+"""Reverse mode through `while` loops with no bound, which differentiate with checkpoints.
+
+1. Gradients: four programs that loop until a condition holds (damped
+   Newton's method, bisection, an adaptive-step ODE solver, a backtracking
+   line search), run about 1, 10 and 1,000 times (Newton, a cheap body, also
+   about 100,000 times): ``jax.grad(jax.jit(autograph.convert(f)))`` against
+   eager ``jax.grad`` through the Python loop, in float64; the largest
+   relative difference.
+2. Memory: ``jax.grad`` of 100,000 steps of a loop carrying a 1,000-element
+   float32 state, from the compiled executables' memory analysis: the
+   checkpointed form, the bounded form (``set_loop_options(
+   maximum_iterations=100000)``) and a hand-written ``lax.scan``, which
+   stores every step.
+3. Time: ``jax.value_and_grad`` of that loop at 100, 1,000 and 100,000 steps
+   against the hand-written ``lax.scan`` with the same trip count.
+
+Run: ``python benchmarks/checkpointed.py`` (``--quick``: no 100,000-step
+comparison with the eager gradient, which takes minutes).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from loops import time_calls  # benchmarks/loops.py: per-call time of one round
+
+import autograph
+
+STATE = 1000  # elements of the loop state in the memory and time measurements
+MEMORY_STEPS = 100_000
+TIME_STEPS = (100, 1000, 100_000)
+
+
+def newton(a, damping):
+    y = jnp.ones_like(a)
+    r = y ** 3 + y - a
+    n = 0
+    while jnp.abs(r) > 1e-3:
+        y = y - damping * r / (3.0 * y * y + 1.0)
+        r = y ** 3 + y - a
+        n += 1
+    return y, n
+
+
+def bisection(lo, hi, w):
+    n = 0
+    while hi - lo > 1e-3:
+        mid = lo + w * (hi - lo)
+        if mid ** 3 > 2.0:
+            hi = mid
+        else:
+            lo = mid
+        n += 1
+    return 0.5 * (lo + hi) + 0.1 * lo * hi, n
+
+
+def adaptive_ode(state, k, t1, tol):
+    t = jnp.zeros_like(k)
+    h = 0.1 * jnp.ones_like(k)
+    n = 0
+    while t < t1:
+        h = jnp.minimum(h, t1 - t)
+        f0 = {"y": state["v"], "v": -k * state["y"] - 0.1 * state["v"]}
+        euler = {key: state[key] + h * f0[key] for key in state}
+        f1 = {"y": euler["v"], "v": -k * euler["y"] - 0.1 * euler["v"]}
+        heun = {key: state[key] + 0.5 * h * (f0[key] + f1[key]) for key in state}
+        err = jnp.abs(heun["y"] - euler["y"]) + jnp.abs(heun["v"] - euler["v"]) + 1e-9
+        if err < tol:
+            t = t + h
+            state = heun
+        h = h * jnp.clip(0.9 * jnp.sqrt(tol / err), 0.2, 5.0)
+        n += 1
+    return state["y"] + 0.5 * state["v"], n
+
+
+def _objective(x):
+    return jnp.sum(x ** 4) + jnp.sum(x ** 2)
+
+
+def line_search(x, beta):
+    d = -jax.grad(_objective)(x)
+    f0 = _objective(x)
+    slope = -jnp.sum(d * d)
+    t = 1.0
+    xt = x + d
+    ft = _objective(xt)
+    n = 0
+    while ft > f0 + 1e-4 * t * slope:
+        t = t * beta
+        xt = x + t * d
+        ft = _objective(xt)
+        n += 1
+    return ft + jnp.sum(xt), n
+
+
+_ODE = {"y": 1.0, "v": 0.0}
+PROGRAMS = {  # name: (function, [arguments for about 1, 10, 1000 (, 100000) trips])
+    "Newton": (newton, [(2.05, 1.0), (3.0, 0.5), (3.0, 0.0069), (3.0, 6.9e-5)]),
+    "bisection": (bisection, [(1.2, 1.2019, 0.5), (0.5, 1.5, 0.5), (0.0, 2.0, 0.0012)]),
+    "adaptive ODE": (adaptive_ode, [(_ODE, 2.0, 0.05, 1e-2), (_ODE, 2.0, 0.3, 1e-3),
+                                    (_ODE, 2.0, 2.5, 1e-5)]),
+    "line search": (line_search, [(np.full(8, 0.3), 0.5), (np.full(8, 2.0), 0.75),
+                                  (np.full(8, 3.0), 0.99705)]),
+}
+
+
+def gradients(quick: bool = False) -> list[dict]:
+    """Each program's gradient, converted and jitted against eager through Python."""
+    rows = []
+    with jax.enable_x64(True):
+        for name, (fn, cases) in PROGRAMS.items():
+            for args in cases[:3] if quick else cases:
+                args = jax.tree.map(jnp.float64, args)
+                grad = jax.grad(fn, argnums=(0, 1), has_aux=True)
+                start = time.perf_counter()
+                want, trips = grad(*args)  # the Python loop
+                eager_s = time.perf_counter() - start
+                got, staged_trips = jax.grad(jax.jit(autograph.convert(fn)), argnums=(0, 1),
+                                             has_aux=True)(*args)
+                assert int(staged_trips) == trips, (name, trips, int(staged_trips))
+                diff = max(float(np.max(np.abs(g - w) / np.maximum(np.abs(w), 1e-300)))
+                           for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)))
+                rows.append({"program": name, "trips": trips, "max_relative_difference": diff,
+                             "eager_s": eager_s})
+                print(f"{name}, {trips} trips: gradients differ by {diff:.2g} (relative; "
+                      f"eager Python-loop gradient {eager_s:.1f} s)", flush=True)
+    return rows
+
+
+def settle(x, w, n):
+    i = 0
+    while i < n:
+        x = jnp.tanh(w * x) * 0.5 + 0.5 * x
+        i = i + 1
+    return jnp.sum(x * x)
+
+
+def settle_bounded(x, w, n):
+    i = 0
+    while i < n:
+        autograph.set_loop_options(maximum_iterations=MEMORY_STEPS)
+        x = jnp.tanh(w * x) * 0.5 + 0.5 * x
+        i = i + 1
+    return jnp.sum(x * x)
+
+
+def settle_scan(x, w, n):
+    def step(x, _):
+        return jnp.tanh(w * x) * 0.5 + 0.5 * x, None
+    return jnp.sum(lax.scan(step, x, None, length=n)[0] ** 2)
+
+
+def _peak_bytes(compiled) -> int | None:
+    """Arguments, outputs and temporaries of a compiled executable (what it holds at once)."""
+    m = compiled.memory_analysis()
+    if m is None:
+        return None
+    return (m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes
+            - m.alias_size_in_bytes)
+
+
+def _inputs():
+    return jnp.linspace(-1.0, 1.0, STATE, dtype=jnp.float32), jnp.float32(0.9)
+
+
+def memory() -> dict:
+    """Bytes the backward pass of ``MEMORY_STEPS`` steps holds, per form."""
+    x, w = _inputs()
+    n = jnp.int32(MEMORY_STEPS)
+    checkpointed = jax.jit(jax.grad(autograph.convert(settle)))
+    bounded = jax.jit(jax.grad(autograph.convert(settle_bounded)))
+    every_step = jax.jit(jax.grad(settle_scan), static_argnums=2)
+    g_c, g_b, g_s = checkpointed(x, w, n), bounded(x, w, n), every_step(x, w, MEMORY_STEPS)
+    diff = max(float(jnp.max(jnp.abs(g_c - g))) for g in (g_b, g_s))
+    row = {"steps": MEMORY_STEPS, "state_bytes": x.nbytes,
+           "checkpointed_bytes": _peak_bytes(checkpointed.lower(x, w, n).compile()),
+           "bounded_bytes": _peak_bytes(bounded.lower(x, w, n).compile()),
+           "every_step_bytes": _peak_bytes(every_step.lower(x, w, MEMORY_STEPS).compile()),
+           "max_abs_difference": diff}
+    print(f"backward pass of {MEMORY_STEPS} steps of f32[{STATE}]: checkpointed "
+          f"{row['checkpointed_bytes']} B, bounded form {row['bounded_bytes']} B, scan storing "
+          f"every step {row['every_step_bytes']} B (gradients differ by {diff:.2g})", flush=True)
+    return row
+
+
+def timing(rounds: int = 5) -> list[dict]:
+    """``value_and_grad`` of the loop, checkpointed against the hand-written scan."""
+    x, w = _inputs()
+    ours = jax.jit(jax.value_and_grad(autograph.convert(settle), argnums=(0, 1)))
+    hand = jax.jit(jax.value_and_grad(settle_scan, argnums=(0, 1)), static_argnums=2)
+    rows = []
+    for steps in TIME_STEPS:
+        a, b = (x, w, jnp.int32(steps)), (x, w, steps)
+        jax.block_until_ready(ours(*a))
+        jax.block_until_ready(hand(*b))
+        calls = max(1, 3000 // steps)
+        t_ours, t_hand = float("inf"), float("inf")
+        for _ in range(rounds):  # alternately, the best of each
+            t_ours = min(t_ours, time_calls(ours, a, calls))
+            t_hand = min(t_hand, time_calls(hand, b, calls))
+        rows.append({"steps": steps, "checkpointed_us": 1e6 * t_ours, "scan_us": 1e6 * t_hand})
+        print(f"value_and_grad, {steps} steps of f32[{STATE}]: checkpointed "
+              f"{1e6 * t_ours:.0f} us, hand-written scan {1e6 * t_hand:.0f} us "
+              f"({t_ours / t_hand:.2f}x)", flush=True)
+    return rows
+
+
+def main(quick: bool = False, rounds: int = 5) -> dict:
+    return {"gradients": gradients(quick), "memory": memory(), "time": timing(rounds)}
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv[1:])

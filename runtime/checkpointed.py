@@ -1,0 +1,742 @@
+"""Loops whose trip count is only known at run time, differentiable in reverse mode.
+
+A staged ``while`` with no most-iterations count runs::
+
+    while test(state):
+        state = body(state)
+
+``lax.while_loop`` runs it, but reverse-mode differentiation (``jax.grad``)
+cannot go through it: how many steps there are to undo is known only once the
+loop has run. Here the loop is a ``jax.custom_jvp`` whose primal is that
+``lax.while_loop``. Its rule runs the loop once more as a *sweep* that also
+keeps some of its states, and gives the output tangent as the linear map
+``t -> J t`` (``J``: the loop's Jacobian at its inputs). The sweep and the map
+are one primitive, ``checkpointed_while``, with a rule for each
+transformation:
+
+* evaluated (``jax.jvp``, ``jax.jacfwd``): the map is a ``lax.while_loop``
+  that carries the state and its tangent, as JAX differentiates a
+  ``while_loop`` forward;
+* transposed (``jax.grad``, ``jax.vjp``): ``c -> J^T c``, the checkpointed
+  backward pass below, which starts from the states the sweep kept;
+* batched (``jax.vmap``): the same primitive over the batched loop, whose
+  elements advance in lock step (an element whose test has failed keeps its
+  state), so the sweep and the backward pass follow one schedule for the
+  whole batch;
+* differentiated again (``jax.hessian``): the forward derivative of the
+  above, so forward-over-reverse works.
+
+Which of these happens is JAX's choice after the loop is traced
+(``jax.grad(jax.jit(f))`` traces the loop before the gradient sees it), so
+nothing here depends on the mode at trace time. The body and the test are
+traced once, into jaxprs every form replays; values they close over (tracers
+of enclosing traces included) become explicit inputs, so they get tangents
+and cotangents too. Integer and boolean state gets none. The derivative
+forms leave out the body's run-time checks and prints (callbacks that return
+nothing): the primal loop makes them, once per step.
+
+The backward pass keeps ``S`` states (``set_loop_options(checkpoints=S)``; by
+default 128, fewer for a state over 2 MiB); ``T``, about ``S/2`` of them,
+serve the sweep:
+
+1. The sweep counts the loop's ``n`` steps and keeps its state every ``s``
+   steps in ``T`` slots: ``s`` starts at 1 and doubles whenever the slots are
+   full, which frees every other slot (no state is moved). After the sweep
+   ``s`` is the least power of two with ``n <= s * T``.
+2. From the last step back: the state before the step is recomputed from the
+   nearest kept state and the step's ``jax.vjp`` is applied to the
+   cotangent. While recomputing, states are kept in the free slots where
+   binomial checkpointing (Griewank's *revolve*) places them.
+
+Bounds, for ``n`` steps of a state of ``B`` bytes:
+
+* memory: ``(S + 1) * B`` for the kept states, plus the working state and its
+  cotangent, whatever ``n`` is;
+* time: the sweep's ``n`` steps and ``n`` vjp steps. With ``n <= T`` every
+  state is kept and nothing is recomputed; otherwise each step is recomputed
+  at most ``r`` times, the least ``r`` with ``C(S - T + 1 + r, r) >= s``
+  (``C``: binomial coefficient). With ``S = 128``: ``n = 1,000`` gives
+  ``s = 16``, ``r = 1``; ``n = 100,000`` gives ``s = 2048``, ``r = 2``;
+  ``n = 10^7`` gives ``r = 4``.
+
+Under ``jax.vmap`` the loop runs until every element's test has failed, as
+``lax.while_loop`` does, and the kept states are the batch's.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.extend.core as jax_core
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.core import ShapedArray
+from jax.custom_derivatives import SymbolicZero
+from jax.interpreters import ad, batching, mlir
+
+from autograph import errors
+
+from . import transforms
+from .jaxprs import make_jaxpr
+
+__all__ = ["checkpointed_loop", "default_checkpoints", "CHECKPOINTS"]
+
+CHECKPOINTS = 128  # states the backward pass keeps, by default
+_CHECKPOINT_BYTES = 256 * 2**20  # fewer by default where that many states would pass this
+_MIN_CHECKPOINTS = 8
+_REPETITIONS = 64  # the most recomputations per step the plan tells apart
+
+
+def default_checkpoints(state_bytes: int) -> int:
+    """How many states the backward pass keeps for a loop state of ``state_bytes`` bytes."""
+    fit = _CHECKPOINT_BYTES // max(state_bytes, 1)
+    return int(min(CHECKPOINTS, max(_MIN_CHECKPOINTS, fit)))
+
+
+def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequence[Any]],
+                      arrays: Sequence[Any], *, checkpoints: int | None = None,
+                      maximum: int | None = None,
+                      stabilize: Callable[[Sequence[Any]], Sequence[Any] | None] | None = None
+                      ) -> list:
+    """Runs ``body`` while ``test(arrays)``, differentiably in forward and reverse mode.
+
+    Args:
+      test: ``test(arrays) -> bool`` (a scalar, traced or not).
+      body: ``body(arrays) -> arrays`` with the same avals.
+      arrays: the carried arrays (a list).
+      checkpoints: how many states the backward pass keeps (at least 2); None:
+        :func:`default_checkpoints`.
+      maximum: the most steps (the loop also stops after that many), or None.
+      stabilize: optional ``stabilize(out_avals) -> arrays or None``: given
+        what one step of ``body`` produces, new initial arrays (promoted to
+        the dtypes the body makes), or None when they already match.
+
+    Returns:
+      The final arrays, as a list.
+
+    Raises:
+      ValueError: ``checkpoints`` is less than 2.
+    """
+    if checkpoints is not None and int(checkpoints) < 2:
+        raise ValueError(f"checkpoints must be >= 2, got {checkpoints}")
+    if maximum is not None:  # a step count in the state, checked by the test
+        limit = int(maximum)
+        counted = checkpointed_loop(
+            lambda a: jnp.logical_and(a[-1] < limit, test(a[:-1])),
+            lambda a: list(body(a[:-1])) + [a[-1] + 1], list(arrays) + [jnp.int32(0)],
+            checkpoints=checkpoints,
+            stabilize=None if stabilize is None else _counted(stabilize))
+        return counted[:-1]
+    arrays = list(arrays)
+
+    def trace(arrays):
+        return (make_jaxpr(lambda a: jnp.asarray(test(list(a)), bool), arrays),
+                make_jaxpr(lambda a: list(body(list(a))), arrays))
+
+    test_jaxpr, body_jaxpr = trace(arrays)
+    for _ in range(2):  # promoting one dtype may promote another on the next step
+        promoted = None if stabilize is None else stabilize(body_jaxpr.out_avals)
+        if promoted is None:
+            break
+        arrays = list(promoted)
+        test_jaxpr, body_jaxpr = trace(arrays)
+    if checkpoints is None:
+        checkpoints = default_checkpoints(
+            sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in body_jaxpr.in_avals))
+    consts = list(test_jaxpr.consts) + list(body_jaxpr.consts)
+    n_test = len(test_jaxpr.consts)
+    run_test = jax_core.jaxpr_as_fun(_without_consts(test_jaxpr))
+    run_body = jax_core.jaxpr_as_fun(_without_consts(body_jaxpr))
+    test_all = make_jaxpr(lambda c, a: [run_test(*c[:n_test], *a)[0]], consts, arrays)
+    body_all = make_jaxpr(lambda c, a: list(run_body(*c[n_test:], *a)), consts, arrays)
+
+    def primal(consts, arrays):
+        return list(lax.while_loop(lambda a: jax_core.jaxpr_as_fun(test_all)(*consts, *a)[0],
+                                   lambda a: jax_core.jaxpr_as_fun(body_all)(*consts, *a),
+                                   list(arrays)))
+
+    # The derivative replays the test and the body: run-time checks and prints
+    # (callbacks with no result) are left out there, the primal loop makes them.
+    test_pure, body_pure = _without_effects(test_all), _without_effects(body_all)
+    if test_pure is None or body_pure is None:  # an effect the replay would repeat
+        return _not_differentiated(primal, consts, arrays)
+    if not arrays:
+        return primal(consts, arrays)
+    loop = _Spec(test=test_pure, body=body_pure, n_consts=len(consts),
+                 checkpoints=int(checkpoints))
+    effects = bool(test_all.effects or body_all.effects)
+    run = jax.custom_jvp(primal)
+    run.defjvp(functools.partial(_loop_jvp, loop, primal if effects else None),
+               symbolic_zeros=True)
+    try:
+        return list(run(consts, arrays))
+    except NotImplementedError:  # effects `custom_jvp` refuses
+        return _not_differentiated(primal, consts, arrays)
+
+
+def _counted(stabilize):
+    """``stabilize`` for a state that ends with a step count."""
+    def hook(out_avals):
+        promoted = stabilize(out_avals[:-1])
+        return None if promoted is None else list(promoted) + [jnp.int32(0)]
+    return hook
+
+
+def _not_differentiated(primal, consts, arrays) -> list:
+    """The plain ``lax.while_loop``; reverse mode names this loop in its error."""
+    where = errors.current_location()
+    if where is not None and len(transforms.unbounded_under_reverse) < 8:
+        transforms.unbounded_under_reverse.append(where)
+    return primal(consts, arrays)
+
+
+def _without_effects(closed: jax_core.ClosedJaxpr) -> jax_core.ClosedJaxpr | None:
+    """``closed`` without its callbacks that return nothing; None if other effects remain."""
+    jaxpr = closed.jaxpr
+    if not jaxpr.effects:
+        return closed
+    eqns = [e for e in jaxpr.eqns if not (e.effects and not e.outvars)]
+    if any(e.effects for e in eqns):
+        return None
+    return jax_core.ClosedJaxpr(jaxpr.replace(eqns=eqns, effects=jax_core.no_effects),
+                                closed.consts)
+
+
+def _without_consts(closed):
+    """The same jaxpr with its constants turned into leading inputs."""
+    jaxpr = closed.jaxpr
+    opened = jaxpr.replace(constvars=[], invars=list(jaxpr.constvars) + list(jaxpr.invars))
+    return jax_core.ClosedJaxpr(opened, [])
+
+
+def _inexact(dtype) -> bool:
+    return bool(jnp.issubdtype(dtype, jnp.inexact))
+
+
+class _Spec(NamedTuple):
+    """A loop: its test and body as jaxprs of ``(*consts, *arrays)``."""
+
+    test: jax_core.ClosedJaxpr  # -> [bool[*lanes]]
+    body: jax_core.ClosedJaxpr  # -> arrays
+    n_consts: int
+    checkpoints: int
+
+    def __repr__(self) -> str:  # the primitive's parameter in a printed jaxpr
+        return (f"while(test: {len(self.test.jaxpr.eqns)} eqns, body: "
+                f"{len(self.body.jaxpr.eqns)} eqns, checkpoints={self.checkpoints})")
+
+    def __hash__(self) -> int:
+        return hash((id(self.test), id(self.body), self.n_consts, self.checkpoints))
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _Spec) and self.test is other.test
+                and self.body is other.body and self.n_consts == other.n_consts
+                and self.checkpoints == other.checkpoints)
+
+    @property
+    def n_arrays(self) -> int:
+        return len(self.body.out_avals)
+
+    @property
+    def floats(self) -> tuple[int, ...]:
+        """The carried arrays that have tangents (inexact dtypes)."""
+        avals = self.body.in_avals[self.n_consts:]
+        return tuple(i for i, a in enumerate(avals) if _inexact(a.dtype))
+
+    def run_test(self, consts, arrays):
+        return jax_core.jaxpr_as_fun(self.test)(*consts, *arrays)[0]
+
+    def run_body(self, consts, arrays) -> list:
+        return list(jax_core.jaxpr_as_fun(self.body)(*consts, *arrays))
+
+
+def _loop_jvp(loop: _Spec, primal: Callable | None, primals, tangents):
+    """The ``custom_jvp`` rule: the sweep, and the output tangent as the linear map."""
+    consts, arrays = primals
+    t_consts, t_arrays = tangents
+    swept = _checkpointed_while_p.bind(*consts, *arrays, loop=loop, form=Form.SWEEP,
+                                       lanes=0, tbatch=(), diff=())
+    out, saved = swept[:loop.n_arrays], swept[loop.n_arrays:]
+    if primal is not None:  # the sweep leaves out the body's effects; they happen here
+        out = primal(consts, arrays)
+    floats = loop.floats
+    diff = tuple(i for i, t in enumerate(t_consts)
+                 if not isinstance(t, SymbolicZero) and _inexact(jnp.result_type(consts[i])))
+    t_out: list[Any] = [np.zeros(jnp.shape(v), jax.dtypes.float0) for v in out]
+    if all(isinstance(t_arrays[i], SymbolicZero) for i in floats) and not diff:
+        for i in floats:
+            t_out[i] = jnp.zeros_like(out[i])
+        return out, t_out
+    lin = [_instantiate(t_arrays[i]) for i in floats] + [t_consts[i] for i in diff]
+    found = _checkpointed_while_p.bind(*consts, *arrays, *saved, *lin, loop=loop,
+                                       form=Form.TANGENT, lanes=0, tbatch=(), diff=diff)
+    for i, t in zip(floats, found):
+        t_out[i] = t
+    return out, t_out
+
+
+def _instantiate(t):
+    if isinstance(t, SymbolicZero):
+        return jnp.zeros(t.shape, t.dtype)  # it answers for its aval
+    return t
+
+
+# -- the primitive ----------------------------------------------------------------------
+
+
+class Form(enum.Enum):
+    """What ``checkpointed_while`` computes.
+
+    Inputs are ``*consts, *arrays`` (the loop's inputs), then for ``TANGENT``
+    and ``COTANGENT`` what the sweep kept and the linear inputs.
+    """
+
+    SWEEP = "sweep"  # -> final arrays, kept states (one per array), their positions, n
+    TANGENT = "tangent"  # lin: tangents of the inexact arrays, then of the consts in `diff`
+    #                      -> tangents of the inexact arrays after the loop
+    COTANGENT = "cotangent"  # lin: cotangents of the inexact arrays after the loop
+    #                          -> theirs before it, then those of the consts in `diff`
+
+
+# Parameters besides `loop` and `form`:
+#   lanes: leading dimensions of every carried array that are batch elements
+#     (`jax.vmap`): the test gives a bool per element, and an element whose test
+#     fails keeps its state while the others go on.
+#   tbatch: sizes of leading dimensions only the linear values have (`jax.vmap`
+#     over tangents alone, as `jax.jacfwd` does); the linear value of a carried
+#     array has the shape tbatch + lanes + its own.
+#   diff: the consts (indices) whose tangents are linear inputs or outputs.
+# The kept states have the shape (S + 1,) + lanes + their own.
+_checkpointed_while_p = jax_core.Primitive("checkpointed_while")
+_checkpointed_while_p.multiple_results = True
+
+
+def _n_primal(loop: _Spec, form: Form) -> int:
+    n = loop.n_consts + loop.n_arrays
+    return n if form is Form.SWEEP else n + loop.n_arrays + 2
+
+
+def _split(args, loop: _Spec, form: Form):
+    """(consts, arrays, kept (states..., positions, n), linear inputs) of ``args``."""
+    c, a = loop.n_consts, loop.n_consts + loop.n_arrays
+    p = _n_primal(loop, form)
+    return list(args[:c]), list(args[c:a]), list(args[a:p]), list(args[p:])
+
+
+class _Steps:
+    """Steps of one loop at given consts: forward and differentiated."""
+
+    def __init__(self, loop: _Spec, consts, lanes: int, tbatch: tuple[int, ...],
+                 diff: tuple[int, ...], masked: bool = False):
+        self.loop, self.consts, self.lanes, self.tbatch, self.diff = (
+            loop, list(consts), lanes, tbatch, diff)
+        self.floats = loop.floats
+        # a step where the test fails changes nothing: always so with lanes, and on
+        # request, for a schedule (kept states, n) longer than this loop's own
+        self.masked = masked or lanes > 0
+
+    def test(self, arrays):
+        return self.loop.run_test(self.consts, arrays)
+
+    def active(self, arrays):
+        return jnp.any(self.test(arrays))
+
+    def _keep(self, mask, new, old, linear: bool) -> list:
+        """``new`` where an element's test held, else ``old``."""
+        if not self.masked:
+            return list(new)
+        lead = (1,) * len(self.tbatch) if linear else ()
+
+        def pick(n, o):
+            m = mask.reshape(lead + mask.shape + (1,) * (o.ndim - len(lead) - mask.ndim))
+            return jnp.where(m, n, o)
+        return [pick(n, o) for n, o in zip(new, old)]
+
+    def _tmap(self, fn):
+        for _ in self.tbatch:
+            fn = jax.vmap(fn)
+        return fn
+
+    def _differentiable(self, arrays):
+        """``f(inexact arrays, diff consts) -> (inexact arrays, the others)`` and its inputs."""
+        floats = self.floats
+
+        def f(xf, dc):
+            x = list(arrays)
+            for i, v in zip(floats, xf):
+                x[i] = v
+            c = list(self.consts)
+            for i, v in zip(self.diff, dc):
+                c[i] = v
+            out = self.loop.run_body(c, x)
+            return [out[i] for i in floats], [v for i, v in enumerate(out) if i not in floats]
+
+        return f, [arrays[i] for i in floats], [self.consts[i] for i in self.diff]
+
+    def _merge(self, xf, others) -> list:
+        it_f, it_o = iter(xf), iter(others)
+        return [next(it_f) if i in self.floats else next(it_o)
+                for i in range(self.loop.n_arrays)]
+
+    def step(self, arrays) -> list:
+        out = self.loop.run_body(self.consts, arrays)
+        if self.masked:
+            out = self._keep(self.test(arrays), out, arrays, linear=False)
+        return out
+
+    def jvp_step(self, arrays, t, t_consts):
+        """The next arrays, and the tangents of their inexact ones."""
+        f, xf, dc = self._differentiable(arrays)
+        out_f, lin, others = jax.linearize(f, xf, dc, has_aux=True)
+        t_out = list(self._tmap(lin)(list(t), list(t_consts)))
+        out = self._merge(out_f, others)
+        if self.masked:
+            mask = self.test(arrays)
+            out = self._keep(mask, out, arrays, linear=False)
+            t_out = self._keep(mask, t_out, t, linear=True)
+        return out, t_out
+
+    def vjp_step(self, arrays, ct, ct_consts):
+        """The cotangents before the step, from those after it; the consts' summed."""
+        f, xf, dc = self._differentiable(arrays)
+        _, pullback, _ = jax.vjp(f, xf, dc, has_aux=True)
+        if not self.masked:
+            c_x, c_c = self._tmap(pullback)(list(ct))
+            return list(c_x), [a + b for a, b in zip(ct_consts, c_c)]
+        # an element whose test failed is not changed by the step
+        mask = self.test(arrays)
+        c_in = self._keep(mask, ct, [jnp.zeros_like(c) for c in ct], linear=True)
+        c_x, c_c = self._tmap(pullback)(c_in)
+        c_x = self._keep(mask, c_x, ct, linear=True)
+        return list(c_x), [a + b for a, b in zip(ct_consts, c_c)]
+
+
+def _slots(checkpoints: int) -> int:
+    """How many of the ``checkpoints`` slots the sweep uses: even, about half."""
+    return 2 * max(1, checkpoints // 4)
+
+
+def _write(buf, slot, values) -> list:
+    return [lax.dynamic_update_index_in_dim(b, v, slot, 0) for b, v in zip(buf, values)]
+
+
+def _read(buf, slot) -> list:
+    return [lax.dynamic_index_in_dim(b, slot, 0, keepdims=False) for b in buf]
+
+
+def _sweep(steps: _Steps, arrays, checkpoints: int):
+    """The loop from ``arrays``, keeping its state every ``stride`` steps (see above).
+
+    ``order[:count]`` are the slots of the kept states by position, and
+    ``order[count:]`` the free ones: doubling the stride keeps every other
+    state and frees the slots between, in order, for the states to come.
+    """
+    sweep_slots = _slots(checkpoints)
+    thinned = np.concatenate([np.arange(0, sweep_slots, 2), np.arange(1, sweep_slots, 2)])
+
+    def keep_then_run(s):  # keep x (at k, a multiple of stride), then run `stride` steps
+        x, k, stride, count, order, buf, pos = s
+        full = count == sweep_slots
+        order = lax.cond(full, lambda o: o[thinned], lambda o: o, order)
+        count, stride = jnp.where(full, sweep_slots // 2, count), jnp.where(full, 2 * stride,
+                                                                             stride)
+        slot = order[count]
+        buf = _write(buf, slot, x)
+        pos = lax.dynamic_update_index_in_dim(pos, k, slot, 0)
+        x, j = lax.while_loop(lambda t: (t[1] < stride) & steps.active(t[0]),
+                              lambda t: (steps.step(t[0]), t[1] + 1), (x, jnp.int32(0)))
+        return x, k + j, stride, count + 1, order, buf, pos
+
+    buf = [jnp.zeros((checkpoints + 1,) + jnp.shape(a), jnp.result_type(a)) for a in arrays]
+    pos = jnp.full((checkpoints + 1,), -1, jnp.int32)
+    x, n, stride, _, _, buf, pos = lax.while_loop(
+        lambda s: steps.active(s[0]), keep_then_run,
+        (list(arrays), jnp.int32(0), jnp.int32(1), jnp.int32(0),
+         jnp.arange(sweep_slots, dtype=jnp.int32), buf, pos))
+    pos = jnp.where((pos >= 0) & (pos % stride == 0), pos, -1)  # slots freed by doubling
+    return list(x) + list(buf) + [pos, n]
+
+
+def _backward(steps: _Steps, buf, pos, n, ct, checkpoints: int) -> list:
+    """``J^T ct``: from the last step back, from the states the sweep kept.
+
+    The kept states form a stack, by position (each new one lies past the
+    others, and the highest is undone first): ``stack[:sp]`` are their slots,
+    ``free[:nf]`` the slots free for more.
+    """
+    scratch = checkpoints  # written when no state is kept, so every step writes
+    slot_ids = jnp.arange(checkpoints + 1, dtype=jnp.int32)
+
+    def put(array, value, index):
+        return lax.dynamic_update_index_in_dim(array, value, index, 0)
+
+    def get(array, index):
+        return lax.dynamic_index_in_dim(array, index, 0, keepdims=False)
+
+    def keep_if(t, keep):  # keeps `cur` (at `at`) where `keep`
+        buf, pos, stack, sp, free, nf, cur, at = t
+        slot = jnp.where(keep, get(free, nf - 1), scratch)
+        buf, pos = _write(buf, slot, cur), put(pos, jnp.where(keep, at, -1), slot)
+        stack = put(stack, slot, jnp.where(keep, sp, checkpoints))
+        return buf, pos, stack, sp + keep, free, nf - keep, cur, at
+
+    def step(t):
+        buf, pos, stack, sp, free, nf, cur, at = t
+        return buf, pos, stack, sp, free, nf, steps.step(cur), at + 1
+
+    def advance(s):  # from the state at `at` to the one at `end - 1`
+        t, end, c, c_consts = s[:8], s[8], s[9], s[10]
+
+        def fits(t):  # every state left can be kept: one recomputation each
+            return end - t[7] <= t[5] + 2
+
+        def planned(u):  # binomial checkpointing while not everything fits
+            t, target = u[:8], u[8]
+            t = step(t)
+            keep = t[7] == target
+            t = keep_if(t, keep)
+            target = lax.cond(keep, lambda: _plan(t[7], end, t[5]), lambda: target)
+            return t + (target,)
+
+        u = lax.while_loop(lambda u: (u[7] + 1 < end) & ~fits(u[:8]), planned,
+                           t + (_plan(t[7], end, t[5]),))
+        t = lax.while_loop(lambda t: t[7] + 1 < end,
+                           lambda t: (lambda t: keep_if(t, t[7] + 1 < end))(step(t)), u[:8])
+        return t + (end, c, c_consts)
+
+    def undo(s):  # the last step not undone yet, while its state is at hand
+        buf, pos, stack, sp, free, nf, cur, at, end, c, c_consts = s
+        c, c_consts = steps.vjp_step(cur, c, c_consts)
+        end = end - 1
+        top = get(stack, sp - 1)
+        done = get(pos, top) == end  # that state is no longer needed
+        pos = put(pos, jnp.where(done, -1, end), jnp.where(done, top, scratch))
+        free = put(free, top, jnp.where(done, nf, checkpoints))
+        sp, nf = sp - done, nf + done
+        top = get(stack, sp - 1)
+        return buf, pos, stack, sp, free, nf, _read(buf, top), get(pos, top), end, c, c_consts
+
+    def sweep_back(s):
+        s = advance(s)
+        return lax.while_loop(lambda s: (s[7] + 1 == s[8]) & (s[8] > 0), undo, s)
+
+    # the stack: kept slots by position; then the free ones, the scratch slot last
+    big = jnp.iinfo(jnp.int32).max
+    order = jnp.argsort(jnp.where(pos >= 0, pos, jnp.where(slot_ids < scratch, big - 1, big)))
+    order = order.astype(jnp.int32)
+    sp = jnp.sum(pos >= 0).astype(jnp.int32)
+    free = order[(slot_ids + sp) % (checkpoints + 1)]
+    top = get(order, sp - 1)
+    c_consts = [jnp.zeros(steps.tbatch + jnp.shape(steps.consts[i]),
+                          jnp.result_type(steps.consts[i])) for i in steps.diff]
+    s = (list(buf), pos, order, sp, free, checkpoints - sp, _read(buf, top), get(pos, top),
+         n, list(ct), c_consts)
+    s = lax.while_loop(lambda s: s[8] > 0, sweep_back, s)
+    return list(s[9]) + list(s[10])
+
+
+def _plan(at, end, free):
+    """Where to keep the next state on the way from ``at`` to ``end``, or -1.
+
+    Binomial checkpointing: with ``free`` slots besides the state at ``at``,
+    ``end - at`` steps are undone with ``r`` recomputations each when
+    ``end - at <= C(free + 1 + r, r)``; the state kept next leaves at most
+    ``C(free + r, r)`` steps after it.
+    """
+    length = (end - at).astype(jnp.float32)
+    r = jnp.arange(1, _REPETITIONS + 1, dtype=jnp.float32)
+    s = free.astype(jnp.float32) + 1
+    beta = jnp.cumprod((s + r) / r)  # C(s + r, r)
+    beta_less = jnp.cumprod((s - 1 + r) / r)  # C(s - 1 + r, r)
+    fits = beta >= length
+    i = jnp.where(jnp.any(fits), jnp.argmax(fits), _REPETITIONS - 1)
+    m = jnp.clip(length - jnp.floor(beta_less[i]), 1, jnp.maximum(length - 1, 1))
+    return jnp.where((length >= 2) & (free >= 1), at + m.astype(jnp.int32), -1)
+
+
+def _tangent(steps: _Steps, arrays, t, t_consts) -> list:
+    """``J t``: the loop, carrying the tangents of its inexact arrays."""
+    _, t = lax.while_loop(lambda s: steps.active(s[0]),
+                          lambda s: steps.jvp_step(s[0], s[1], t_consts), (list(arrays), list(t)))
+    return list(t)
+
+
+def _impl(*args, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
+          diff: tuple[int, ...], masked: bool = False):
+    consts, arrays, kept, lin = _split(args, loop, form)
+    steps = _Steps(loop, consts, lanes, tbatch, diff, masked)
+    if form is Form.SWEEP:
+        return _sweep(steps, arrays, loop.checkpoints)
+    if form is Form.TANGENT:
+        n_f = len(loop.floats)
+        return _tangent(steps, arrays, lin[:n_f], lin[n_f:])
+    return _backward(steps, kept[:-2], kept[-2], kept[-1], lin, loop.checkpoints)
+
+
+def _abstract_eval(*avals, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
+                   diff: tuple[int, ...]):
+    consts, arrays, _, lin = _split(avals, loop, form)
+    if form is Form.SWEEP:
+        slots = loop.checkpoints + 1
+        return (list(arrays) + [a.update(shape=(slots,) + a.shape) for a in arrays]
+                + [ShapedArray((slots,), jnp.int32), ShapedArray((), jnp.int32)])
+    out = [a.update(weak_type=False) for a in lin[:len(loop.floats)]]
+    if form is Form.COTANGENT:
+        out += [consts[i].update(shape=tbatch + consts[i].shape, weak_type=False)
+                for i in diff]
+    return out
+
+
+def _jvp(primals, tangents, *, loop: _Spec, form: Form, **params):
+    """Forward mode through any form: its linear part, and the rest by ``jax.jvp``."""
+    out = _checkpointed_while_p.bind(*primals, loop=loop, form=form, **params)
+    n = _n_primal(loop, form)
+    total = None
+    if not all(type(t) is ad.Zero for t in tangents[n:]):  # linear in these
+        total = _checkpointed_while_p.bind(*primals[:n], *map(ad.instantiate_zeros,
+                                                              tangents[n:]),
+                                           loop=loop, form=form, **params)
+    if not all(type(t) is ad.Zero for t in tangents[:n]):
+        # Under `jax.vmap` this plain code follows each element while the kept states
+        # (and n) are the batch's, whose schedule may run past the element's end:
+        # masked steps keep it there, and the sweep's tangents follow that schedule.
+        dots = list(map(ad.instantiate_zeros, tangents[:n]))
+        if form is Form.SWEEP:
+            found = _sweep_tangent(loop, params["lanes"], primals, dots, out)
+        else:
+            lin = primals[n:]
+            _, found = jax.jvp(
+                lambda *p: _impl(*p, *lin, loop=loop, form=form, masked=True, **params),
+                tuple(primals[:n]), tuple(dots))
+        total = found if total is None else [a + b for a, b in zip(total, found)]
+    if total is None:
+        return out, [_zero(v) for v in out]
+    return out, [t if _inexact(v.dtype) else _zero(v) for v, t in zip(out, total)]
+
+
+def _sweep_tangent(loop: _Spec, lanes: int, primals, dots, out) -> list:
+    """The tangents of the sweep's final arrays and kept states (None for the others),
+    at the positions ``out`` says the states were kept at."""
+    consts, arrays, _, _ = _split(primals, loop, Form.SWEEP)
+    t_consts, t_arrays, _, _ = _split(dots, loop, Form.SWEEP)
+    pos, n = out[-2], out[-1]
+    floats = loop.floats
+    scratch = loop.checkpoints
+
+    def step(c, x):
+        return _Steps(loop, c, lanes, (), (), masked=True).step(x)
+
+    def advance(s):
+        k, x, t, buf = s
+        hit = pos == k
+        buf = _write(buf, jnp.where(jnp.any(hit), jnp.argmax(hit), scratch), t)
+        t_all = [np.zeros(jnp.shape(v), jax.dtypes.float0) for v in x]
+        for i, v in zip(floats, t):
+            t_all[i] = v
+        x, t_out = jax.jvp(step, (consts, x), (t_consts, t_all))
+        return k + 1, x, [t_out[i] for i in floats], buf
+
+    buf = [jnp.zeros((scratch + 1,) + jnp.shape(arrays[i]), jnp.result_type(arrays[i]))
+           for i in floats]
+    _, _, t, buf = lax.while_loop(lambda s: s[0] < n, advance,
+                                  (jnp.int32(0), list(arrays), [t_arrays[i] for i in floats],
+                                   buf))
+    found: list[Any] = [None] * len(out)
+    for j, i in enumerate(floats):
+        found[i], found[loop.n_arrays + i] = t[j], buf[j]
+    return found
+
+
+def _zero(v) -> ad.Zero:
+    """The symbolic zero tangent of ``v``."""
+    return ad.Zero(jax.typeof(v).to_tangent_aval())
+
+
+def _transpose(cts, *args, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
+               diff: tuple[int, ...]):
+    n = _n_primal(loop, form)
+    primals = args[:n]
+    if form is Form.SWEEP or any(ad.is_undefined_primal(x) for x in primals):
+        raise NotImplementedError("a loop's derivative is linear in its tangents only")
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    flipped = Form.COTANGENT if form is Form.TANGENT else Form.TANGENT
+    out = _checkpointed_while_p.bind(*primals, *cts, loop=loop, form=flipped, lanes=lanes,
+                                     tbatch=tbatch, diff=diff)
+    return [None] * n + list(out)
+
+
+def _batch(args, dims, *, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
+           diff: tuple[int, ...]):
+    consts, arrays, kept, lin = _split(args, loop, form)
+    c_dims, a_dims, k_dims, l_dims = _split(dims, loop, form)
+    size = next(jnp.shape(x)[d] for x, d in zip(args, dims) if d is not None)
+    lead = len(tbatch)
+    if any(d is not None for d in k_dims[-2:]):
+        # the sweep of a batched loop keeps one schedule for the batch
+        raise NotImplementedError("the steps a batched loop kept differ between elements")
+    if all(d is None for d in c_dims + a_dims):
+        # only the tangents (cotangents) are batched: one more tbatch dimension
+        if any(d is not None for d in k_dims):
+            raise NotImplementedError("the kept states are batched, the loop is not")
+        lin = [batching.bdim_at_front(x, d, size) for x, d in zip(lin, l_dims)]
+        out = _checkpointed_while_p.bind(*consts, *arrays, *kept, *lin, loop=loop, form=form,
+                                         lanes=lanes, tbatch=(size,) + tbatch, diff=diff)
+        return out, [0] * len(out)
+
+    # the loop itself is batched: one more lane, which every carried array has
+    n_f = len(loop.floats)
+    batched = [d is not None for d in c_dims]
+    for j, i in enumerate(diff):
+        if form is Form.COTANGENT:  # each element has its own cotangent of the const
+            batched[i] = True
+        elif form is Form.TANGENT:  # a const whose tangent is batched is batched too
+            batched[i] = batched[i] or l_dims[n_f + j] is not None
+    consts = [batching.bdim_at_front(x, d, size) if b else x
+              for x, d, b in zip(consts, c_dims, batched)]
+    arrays = [batching.bdim_at_front(x, d, size) for x, d in zip(arrays, a_dims)]
+    states = [_at_axis(x, d, size, 1) for x, d in zip(kept[:-2], k_dims[:-2])]
+    kept = states + kept[-2:]
+
+    new_lin = [_at_axis(x, d, size, lead) for x, d in zip(lin[:n_f], l_dims[:n_f])]
+    if form is Form.TANGENT:
+        for j, i in enumerate(diff):
+            x, d = lin[n_f + j], l_dims[n_f + j]
+            new_lin.append(_at_axis(x, d, size, lead) if batched[i] else x)
+    new_loop = _batched(loop, consts, arrays, [0 if b else None for b in batched])
+    out = _checkpointed_while_p.bind(*consts, *arrays, *kept, *new_lin, loop=new_loop,
+                                     form=form, lanes=lanes + 1, tbatch=tbatch, diff=diff)
+    if form is Form.SWEEP:
+        return out, [0] * loop.n_arrays + [1] * loop.n_arrays + [None, None]
+    return out, [lead] * len(out)
+
+
+def _at_axis(x, d, size, axis):
+    """``x`` with its batch dimension ``d`` (None: broadcast) moved to ``axis``."""
+    x = batching.bdim_at_front(x, d, size)
+    return jnp.moveaxis(x, 0, axis) if axis else x
+
+
+def _batched(loop: _Spec, consts, arrays, axes) -> _Spec:
+    """``loop`` over one more lane: consts batched where ``axes`` says, arrays all."""
+    c_avals = [jax.ShapeDtypeStruct(jnp.shape(c), jnp.result_type(c)) for c in consts]
+    a_avals = [jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)) for a in arrays]
+
+    def over_lanes(jaxpr):
+        run = jax_core.jaxpr_as_fun(jaxpr)
+        lanes = jax.vmap(lambda c, a: list(run(*c, *a)), in_axes=(axes, 0))
+        return make_jaxpr(lambda c, a: lanes(c, a), c_avals, a_avals)
+
+    return loop._replace(test=over_lanes(loop.test), body=over_lanes(loop.body))
+
+
+_checkpointed_while_p.def_impl(_impl)
+_checkpointed_while_p.def_abstract_eval(_abstract_eval)
+mlir.register_lowering(_checkpointed_while_p, mlir.lower_fun(_impl, multiple_results=True))
+ad.primitive_jvps[_checkpointed_while_p] = _jvp
+ad.primitive_transposes[_checkpointed_while_p] = _transpose
+batching.primitive_batchers[_checkpointed_while_p] = _batch
