@@ -15,7 +15,6 @@ _FIELD = "_autograph_anno"
 
 
 class Anno(enum.Enum):
-    SCOPE = "activity.Scope of a statement: names it reads and names it writes."
     BODY_SCOPE = "activity.Scope of a compound statement's body (loops, function defs)."
     ORELSE_SCOPE = "activity.Scope of an `if`'s else branch."
     LIVE_OUT = "frozenset of names live right after the statement."
@@ -24,9 +23,7 @@ class Anno(enum.Enum):
     ORELSE_LIVE_IN = "frozenset of names live at the start of an `if`'s else branch."
     DEFINED_IN = "frozenset of local names that may be bound when the statement starts."
     EXTRA_TEST = "Expression a converted loop must also satisfy to run another iteration."
-    ORIGIN = "(line, col) of the user's source this node was generated for."
     FLAG_SET = "Marks an assignment of a jump flag that a pass may drop when unused."
-    LOOP_OPTIONS = "dict of keyword expressions from `autograph.set_loop_options`."
     COUNTER_STEPS = ("dict name -> step of the counters a `while` body steps once per "
                      "iteration (found before the jump passes move the steps).")
     PYTHON_INDEX = ("Why a `for` body uses its loop index as a Python value (the loop runs as "

@@ -96,11 +96,6 @@ def _type_key(value):
     return t, treedef
 
 
-def _is_container(value) -> bool:
-    return not isinstance(value, (*_ARRAYS, *_SCALARS)) and not jax.tree_util.treedef_is_leaf(
-        jax.tree_util.tree_structure(value))
-
-
 def _mixed_container(value) -> bool:
     """A container holding a non-array leaf (a Python number, a string, ...)."""
     leaves = jax.tree_util.tree_leaves(value)

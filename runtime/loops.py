@@ -481,7 +481,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
         python_index = _python_number_used(python_state, state, names, (body, extra_test))
     if type(seq.n) is int and (python_index is not None or not seq.fits_int32(0)):
         # as under `jax.jit`: a staged index would not mean what the source says
-        if seq.n > PYTHON_TRIPS and any_traced((state, seq.xs)):
+        if seq.n > PYTHON_TRIPS and st_any_traced((state, seq.xs)):
             _note_python_loop(python_index or "its index does not fit int32", seq.n)
         return _python_for(_items_from(seq, 0), body, state, names, extra_test)
     iterations = None  # the attributes each iteration run as Python assigns
@@ -661,10 +661,6 @@ def _in_linen() -> bool:
     if not stack:
         return False
     return stack[-1] is not None
-
-
-def any_traced(tree) -> bool:
-    return st_any_traced(tree)
 
 
 def st_any_traced(tree) -> bool:
