@@ -18,31 +18,19 @@ signature comes back to Python::
     f(params, x) # a dict of arrays: the same
     f(x, 2.0)    # a Python float: the miss runs, ``general`` keys it by value
 
-The C++ constructor is private to JAX and has changed between releases, so the
-dispatcher is built only where a self-test passes; elsewhere ``cpp_entry``
-returns ``None`` and the caller keeps its Python entry.
+The C++ constructor is private to JAX and has changed between releases: it is
+built in :func:`autograph.jax_internals.cpp_jit_builder`, which checks it
+with a self-test; where that fails (with a warning), ``cpp_entry`` returns
+``None`` and the caller keeps its Python entry.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-from typing import Any, Callable
+from typing import Callable
 
-import jax
+from autograph import jax_internals
 
-
-def _array_type() -> type:
-    """jax.Array's concrete type, named rather than made: making an array would start
-    the backend, which must wait for ``jax.distributed.initialize``."""
-    try:
-        from jax._src.array import ArrayImpl
-    except ImportError:  # pragma: no cover - a JAX that moved it: every call takes `general`
-        return jax.Array
-    return ArrayImpl
-
-
-ARRAY_IMPL = _array_type()
+ARRAY_IMPL = jax_internals.ArrayImpl  # jax.Array's concrete type
 
 
 def plain(value) -> bool:
@@ -55,44 +43,6 @@ def plain(value) -> bool:
     if kind is dict:
         return all(map(plain, value.values()))
     return False
-
-
-@functools.cache
-def _constructor() -> Callable[..., Any] | None:
-    """A function ``(name, miss) -> dispatcher``, where this JAX has one that works."""
-    try:
-        from jax._src import pjit as _pjit
-        from jax._src import tree_util
-        from jax._src.interpreters import pxla
-        from jax._src.lib import _jax
-
-        if not hasattr(_pjit, "_need_to_rebuild_with_fdo"):
-            return None  # a miss returns a pair there, not the triple built below
-        info = jax.jit(lambda x: x)._jit_info  # type: ignore[attr-defined]
-        fields = {f.name: getattr(info, f.name)
-                  for f in dataclasses.fields(pxla.JitGlobalCppCacheKeys)}
-        key = pxla.JitGlobalCppCacheKeys(**fields)
-        cache = _pjit._get_cpp_global_cache(key.contains_explicit_attributes)
-
-        def build(name: str, miss: Callable):
-            # the miss also keys the shared cache (no other dispatcher has it), so
-            # `jax.clear_caches()` empties this one too
-            return _jax.pjit(name, miss, miss, (), (), key, tree_util.dispatch_registry,
-                             pxla.cc_shard_arg, cache)
-
-        # self-test: a miss that hands C++ nothing is called again on every call
-        seen: list = []
-
-        def test_miss(*args, **kwargs):
-            seen.append(args)
-            return args[0] + 1, None, False
-
-        probe = build("probe", test_miss)
-        if probe(1) != 2 or probe(2) != 3 or len(seen) != 2:
-            return None
-        return build
-    except Exception:  # noqa: BLE001 - any failure means: keep the Python entry
-        return None
 
 
 def cpp_entry(name: str, jitted, n_args: tuple[int, int], general: Callable,
@@ -110,10 +60,10 @@ def cpp_entry(name: str, jitted, n_args: tuple[int, int], general: Callable,
         may raise another instead (the user's own exception behind a
         ``JaxRuntimeError``), or return True to run the call through ``general``.
     """
-    build = _constructor()
+    build = jax_internals.cpp_jit_builder()
     if build is None:
         return None
-    jit_miss = getattr(jitted, "_cache_miss", None)
+    jit_miss = jax_internals.jit_cache_miss(jitted)
     if jit_miss is None:
         return None
     fewest, most = n_args
@@ -128,7 +78,4 @@ def cpp_entry(name: str, jitted, n_args: tuple[int, int], general: Callable,
                 raise
         return general(args, kwargs), None, False
 
-    try:
-        return build(name, miss)
-    except Exception:  # noqa: BLE001
-        return None
+    return build(name, miss)

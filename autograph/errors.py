@@ -266,12 +266,9 @@ def filter_traceback(exc: BaseException) -> None:
 
 def _exclude_from_jax_tracebacks() -> None:
     """Asks JAX to drop these frames too, from errors that pass through ``jax.jit``."""
-    try:
-        from jax._src import traceback_util
-    except ImportError:  # pragma: no cover - another JAX layout
-        return
+    from autograph import jax_internals
     for path in _OWN_DIRS:
-        traceback_util.register_exclusion(path)
+        jax_internals.exclude_from_tracebacks(path)
 
 
 _exclude_from_jax_tracebacks()

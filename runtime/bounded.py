@@ -34,6 +34,8 @@ import jax.extend.core as jax_core
 import jax.numpy as jnp
 from jax import lax
 
+from autograph import jax_internals
+
 from .jaxprs import make_jaxpr
 
 BASE = 16  # most steps in one level of the bounded form
@@ -77,6 +79,7 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
     arrays = list(arrays)
     if n <= 0:
         return arrays
+    jax_internals.allow_stop_gradient_transpose()  # see there: vmap of the bounded form
     k_aval = jax.ShapeDtypeStruct((), jnp.int32)
 
     def trace(arrays):
@@ -136,29 +139,6 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
         return loop(arrays, consts)
     except NotImplementedError:  # effects `custom_jvp` refuses (ordered callbacks)
         return bounded_form(arrays, consts)
-
-
-def _transpose_stop_gradient() -> None:
-    """Lets reverse mode transpose ``stop_gradient`` applied to tangents.
-
-    ``vmap`` of ``lax.cond`` with a batched predicate wraps the operands in
-    ``stop_gradient``; when the cond sits in a ``custom_jvp`` rule (as the
-    bounded form does), ``jax.grad(jax.vmap(f))`` batches the rule after
-    linearizing it, so the wrapped operands are tangents and transposing them
-    fails (JAX issues #22011 and #39219). As a function, ``stop_gradient`` is
-    the identity, so on tangents its transpose is the identity too. A rule is
-    added only where JAX has none.
-    """
-    try:
-        from jax._src import ad_util
-        from jax._src.interpreters import ad
-    except ImportError:  # pragma: no cover - another JAX layout
-        return
-    if ad_util.stop_gradient_p not in ad.primitive_transposes:
-        ad.primitive_transposes[ad_util.stop_gradient_p] = lambda ct, x: [ct]
-
-
-_transpose_stop_gradient()
 
 
 def _without_consts(closed):

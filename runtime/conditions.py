@@ -6,19 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograph import errors
+from autograph import errors, jax_internals
 
 from .values import Tracer, is_undefined, raise_undefined
 
-
-def _is_concrete_any(value) -> bool:  # pragma: no cover - another JAX layout
-    return True
-
-
-try:  # asking is cheaper than failing: `bool()` of a tracer builds a long error
-    from jax._src.core import is_concrete as _is_concrete
-except ImportError:  # pragma: no cover
-    _is_concrete = _is_concrete_any
+# asking is cheaper than failing: `bool()` of a tracer builds a long error
+_is_concrete = jax_internals.is_concrete
 
 
 def condition(pred, construct: str):

@@ -4,9 +4,8 @@ The operators trace every branch of a staged ``if`` and every staged loop
 body exactly once, into a jaxpr they replay later (so the user's Python runs
 once). ``jax.make_jaxpr(f)(*args)`` does that by wrapping ``f`` in ``jax.jit``
 and tracing the wrapper: for a small branch, about 240 µs of which 130 µs is
-the wrapping. :func:`make_jaxpr` calls JAX's tracer directly where this JAX
-has the entry points it expects, and ``jax.make_jaxpr`` elsewhere; both give
-the same jaxpr::
+the wrapping. :func:`make_jaxpr` calls JAX's tracer directly
+(:func:`autograph.jax_internals.trace_to_jaxpr`); both give the same jaxpr::
 
     closed = make_jaxpr(lambda: [x * 2 + s])   # x, s: tracers of the enclosing trace
     # { lambda a:f32[4] b:f32[]; . let c = mul a 2.0; d = add c b in (d,) }
@@ -17,36 +16,14 @@ become the jaxpr's constants, as with ``jax.make_jaxpr``.
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import jax.extend.core as jax_core
 
+from autograph import jax_internals
+
 __all__ = ["make_jaxpr", "make_jaxpr_and_tree"]
-
-
-@functools.cache
-def _direct() -> Callable[..., Any] | None:
-    """``trace(flat_fn, leaves) -> ClosedJaxpr`` through JAX's tracer, or None."""
-    try:
-        from jax._src import api_util, core
-        from jax._src import linear_util as lu
-        from jax._src.interpreters import partial_eval as pe
-
-        def trace(flat_fn, leaves):
-            avals = [core.shaped_abstractify(leaf) for leaf in leaves]
-            info = api_util.debug_info("autograph", flat_fn, tuple(avals), {})
-            jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(
-                lu.wrap_init(flat_fn, debug_info=info), list(avals))
-            return core.ClosedJaxpr(jaxpr, consts)
-
-        probe = trace(lambda a: [a + 1], [jax.ShapeDtypeStruct((), jax.numpy.float32)])
-        if len(probe.jaxpr.eqns) != 1 or len(probe.out_avals) != 1:
-            return None
-        return trace
-    except Exception:  # noqa: BLE001 - another JAX: use the public API
-        return None
 
 
 def make_jaxpr(fn: Callable, *args) -> jax_core.ClosedJaxpr:
@@ -64,12 +41,9 @@ def make_jaxpr_and_tree(fn: Callable, *args):
         trees.append(tree)
         return leaves
 
-    trace = _direct()
-    if trace is None:
-        return jax.make_jaxpr(flat_out)(*args), trees[-1]
     leaves, tree = jax.tree_util.tree_flatten(args)
 
     def flat_fn(*flat):
         return flat_out(*jax.tree_util.tree_unflatten(tree, flat))
 
-    return trace(flat_fn, leaves), trees[-1]
+    return jax_internals.trace_to_jaxpr(flat_fn, leaves), trees[-1]

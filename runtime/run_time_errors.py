@@ -23,6 +23,8 @@ import threading
 
 import jax
 
+from autograph import jax_internals
+
 _LOCK = threading.Lock()
 _RECENT: list[BaseException] = []  # raised by `fail`, newest last; a few at most
 _KEEP = 8
@@ -87,11 +89,7 @@ def _forget_failed_runs(found: BaseException) -> None:
     ``jax.effects_barrier()`` and the exit of the process would raise it again,
     after the caller got it.
     """
-    try:
-        from jax._src import dispatch
-        tokens = dispatch.runtime_tokens.output_runtime_tokens
-    except (ImportError, AttributeError):  # pragma: no cover - a JAX that keeps no tokens
-        return
+    tokens = jax_internals.output_runtime_tokens()
     for device, token in list(tokens.items()):
         try:
             token.block_until_ready()
@@ -111,5 +109,5 @@ class _Quiet(logging.Filter):
             return not any(exc is e for e in _RECENT)
 
 
-for _name in ("jax._src.debugging", "jax._src.callback"):
+for _name in jax_internals.CALLBACK_LOGGERS:
     logging.getLogger(_name).addFilter(_Quiet())

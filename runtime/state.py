@@ -12,22 +12,19 @@ from __future__ import annotations
 import functools
 import math
 import types
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from autograph import jax_internals
 
 from . import key_order
 from .values import is_array, is_python_number, is_undefined
 
 tree_util = jax.tree_util
 
-_convert_internal: Callable[..., Any] | None  # a private JAX function
-try:  # keeps weak types (Python-scalar typing) through casts
-    from jax._src.lax.lax import _convert_element_type as _convert_internal
-except ImportError:  # pragma: no cover - depends on the JAX version
-    _convert_internal = None
 
 
 def flatten(value):
@@ -70,9 +67,7 @@ def convert(x, dtype, weak: bool):
     dtype = _dtype(dtype)
     if not isinstance(dtype, np.dtype):  # an extended dtype: nothing to cast
         return x
-    if _convert_internal is not None:
-        return _convert_internal(x, dtype, weak_type=weak)
-    return jax.lax.convert_element_type(x, dtype)  # pragma: no cover
+    return jax_internals.convert_element_type(x, dtype, weak)
 
 
 def as_array(leaf):

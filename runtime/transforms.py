@@ -29,11 +29,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 
-UnspecifiedValue: type | None  # a private JAX class
-try:
-    from jax._src.sharding_impls import UnspecifiedValue
-except ImportError:  # pragma: no cover - another JAX version: jit options with shardings
-    UnspecifiedValue = None                                          # are then not rebuilt
+from autograph import jax_internals
 
 
 class Entry(NamedTuple):
@@ -190,7 +186,7 @@ def is_jit(f) -> bool:
 
 def jit_options(f) -> dict | None:
     """The options ``f`` was made with by ``jax.jit``, or None where unknown."""
-    info = getattr(f, "_jit_info", None)
+    info = jax_internals.jit_info(f)
     if info is None:
         return None
     try:
@@ -216,9 +212,7 @@ def jit_options(f) -> dict | None:
 
 
 def _unspecified(s) -> bool:
-    if UnspecifiedValue is None:
-        raise AttributeError("UnspecifiedValue")
-    return isinstance(s, UnspecifiedValue)
+    return jax_internals.is_unspecified(s)
 
 
 def rejit(f, inner: Callable) -> Callable:

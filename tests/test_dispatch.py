@@ -34,7 +34,8 @@ def _sign_scale(x, y):
 
 
 def test_this_jax_gets_the_cpp_dispatcher():
-    assert dispatch._constructor() is not None
+    from autograph import jax_internals
+    assert jax_internals.cpp_jit_builder() is not None
     f = _settled(autograph.function(lambda x: x + 1), jnp.ones(3))
     assert type(f.func).__name__ == "PjitFunction"
 

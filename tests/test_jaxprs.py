@@ -20,7 +20,8 @@ def _same(fn, *args):
 
 
 def test_this_jax_gets_the_direct_tracer():
-    assert jaxprs._direct() is not None
+    from autograph import jax_internals
+    assert jax_internals._direct_tracer() is not None
 
 
 @pytest.mark.parametrize("make_args", [
@@ -65,6 +66,7 @@ def test_python_scalar_and_nested_outputs():
 def test_public_fallback_gives_the_same(monkeypatch):
     fn = lambda a, k: [a * k, a + 1]  # noqa: E731
     direct = jaxprs.make_jaxpr(fn, jnp.ones(2), jax.ShapeDtypeStruct((), jnp.float32))
-    monkeypatch.setattr(jaxprs, "_direct", lambda: None)
+    from autograph import jax_internals
+    monkeypatch.setattr(jax_internals, "_direct_tracer", lambda: None)
     public = jaxprs.make_jaxpr(fn, jnp.ones(2), jax.ShapeDtypeStruct((), jnp.float32))
     assert str(direct.jaxpr) == str(public.jaxpr)

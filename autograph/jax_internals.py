@@ -1,0 +1,221 @@
+"""The one door to JAX's private modules.
+
+autograph uses public JAX wherever it can. A few things have no public form:
+the concrete array type (to tell an array from a pytree without an ABC
+check), JAX's C++ ``jit`` dispatcher (so that a cached call of an
+``autograph.function`` never enters Python), the tracer behind
+``jax.make_jaxpr`` (called directly, it is twice as fast for a small
+branch), a cast that keeps weak types, and a few hooks for error reporting.
+Every one of them is imported here and nowhere else::
+
+    from autograph import jax_internals as internals
+    internals.is_concrete(x)
+
+This module checks the JAX version when it is imported: :data:`OLDEST` is the
+oldest JAX the project supports (``pyproject.toml`` declares the same), and an
+older one is an ``ImportError`` that says so. Each shim below names what it
+relies on; ``tests/test_jax_internals.py`` checks each one against the
+installed JAX and fails, naming the shim, when JAX changes what it relies on.
+Nothing here picks another path silently: the two shims that probe JAX at
+run time (the C++ dispatcher and the direct tracer) warn once, naming what
+failed, before autograph falls back to the public API.
+
+Importing this module changes nothing in JAX and starts no backend (no array
+is made), so ``jax.distributed.initialize`` can still run after
+``import autograph``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import warnings
+from typing import Any, Callable
+
+import jax
+
+OLDEST = (0, 7, 2)  # keep in step with pyproject.toml's `jax>=` and the Makefile's test-oldest
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+
+VERSION = _version(jax.__version__)
+if VERSION < OLDEST:  # pragma: no cover - pip refuses this install
+    raise ImportError(f"autograph needs jax >= {'.'.join(map(str, OLDEST))}; this is jax "
+                      f"{jax.__version__} (pip install -U jax jaxlib)")
+
+# Imported here and only here. Every name below exists in every JAX from OLDEST on.
+from jax._src import ad_util as _ad_util  # noqa: E402
+from jax._src import api_util as _api_util  # noqa: E402
+from jax._src import core as _core  # noqa: E402
+from jax._src import dispatch as _dispatch  # noqa: E402
+from jax._src import linear_util as _lu  # noqa: E402
+from jax._src import pjit as _pjit  # noqa: E402
+from jax._src import traceback_util as _traceback_util  # noqa: E402
+from jax._src import tree_util as _tree_util  # noqa: E402
+from jax._src.array import ArrayImpl  # noqa: E402
+from jax._src.interpreters import ad as _ad  # noqa: E402
+from jax._src.interpreters import partial_eval as _pe  # noqa: E402
+from jax._src.interpreters import pxla as _pxla  # noqa: E402
+from jax._src.lax.lax import _convert_element_type  # noqa: E402
+from jax._src.lib import _jax  # noqa: E402
+from jax._src.sharding_impls import UnspecifiedValue  # noqa: E402
+
+__all__ = [
+    "OLDEST", "VERSION", "ArrayImpl", "is_concrete", "convert_element_type", "trace_to_jaxpr",
+    "cpp_jit_builder", "jit_info", "jit_cache_miss", "is_unspecified", "output_runtime_tokens",
+    "exclude_from_tracebacks", "CALLBACK_LOGGERS", "allow_stop_gradient_transpose",
+]
+
+
+def _fallback(shim: str, error: BaseException) -> None:
+    warnings.warn(f"autograph: this JAX ({jax.__version__}) differs from what "
+                  f"`autograph.jax_internals.{shim}` relies on ({type(error).__name__}: "
+                  f"{error}); autograph takes the slower public path instead",
+                  RuntimeWarning, stacklevel=3)
+
+
+# -- values ---------------------------------------------------------------------------
+
+def is_concrete(value) -> bool:
+    """Whether a tracer (or array) has a known value (``jax._src.core.is_concrete``):
+    asking is cheaper than failing ``bool()``, whose error message is long."""
+    return _core.is_concrete(value)
+
+
+def convert_element_type(x, dtype, weak_type: bool):
+    """``lax.convert_element_type`` that keeps or sets a weak type (Python-scalar typing);
+    the public function always makes a strong one."""
+    return _convert_element_type(x, dtype, weak_type=weak_type)
+
+
+# -- tracing --------------------------------------------------------------------------
+
+@functools.cache
+def _direct_tracer() -> Callable[..., Any] | None:
+    def trace(flat_fn, leaves):
+        avals = [_core.shaped_abstractify(leaf) for leaf in leaves]
+        info = _api_util.debug_info("autograph", flat_fn, tuple(avals), {})
+        jaxpr, _, consts = _pe.trace_to_jaxpr_dynamic(
+            _lu.wrap_init(flat_fn, debug_info=info), list(avals))
+        return _core.ClosedJaxpr(jaxpr, consts)
+
+    try:
+        probe = trace(lambda a: [a + 1], [jax.ShapeDtypeStruct((), jax.numpy.float32)])
+        if len(probe.jaxpr.eqns) != 1 or len(probe.out_avals) != 1:
+            raise TypeError(f"a one-operation probe traced to {probe}")
+    except (TypeError, ValueError, AttributeError) as e:
+        _fallback("trace_to_jaxpr", e)
+        return None
+    return trace
+
+
+def trace_to_jaxpr(flat_fn: Callable, leaves) -> Any:
+    """``jax.make_jaxpr(flat_fn)(*leaves)`` without the ``jax.jit`` wrapper it traces
+    through (``pe.trace_to_jaxpr_dynamic``, which returns ``(jaxpr, out_avals,
+    consts)``); ``flat_fn`` takes and returns flat lists of arrays."""
+    trace = _direct_tracer()
+    if trace is None:
+        return jax.make_jaxpr(flat_fn)(*leaves)
+    return trace(flat_fn, leaves)
+
+
+# -- jax.jit --------------------------------------------------------------------------
+
+def jit_info(f) -> Any:
+    """The options a ``jax.jit`` function was made with (its private ``_jit_info``:
+    ``static_argnums``, ``in_shardings_leaves``, ...), or None."""
+    return getattr(f, "_jit_info", None)
+
+
+def jit_cache_miss(f) -> Callable | None:
+    """The Python cache miss of a ``jax.jit`` function (its private ``_cache_miss``),
+    which traces, compiles, runs and hands C++ what later calls need; or None."""
+    return getattr(f, "_cache_miss", None)
+
+
+def is_unspecified(sharding) -> bool:
+    """Whether a ``jit_info`` sharding leaf is "not given"."""
+    return isinstance(sharding, UnspecifiedValue)
+
+
+@functools.cache
+def cpp_jit_builder() -> Callable[[str, Callable], Any] | None:
+    """``build(name, miss) -> dispatcher``: JAX's C++ ``jit`` dispatcher with our own cache miss.
+
+    It relies on ``_jax.pjit``'s positional constructor, ``pxla.JitGlobalCppCacheKeys``,
+    ``pjit._get_cpp_global_cache`` and a miss that returns ``(out, fastpath_data,
+    rebuild_with_fdo)``. A self-test checks that a miss which hands C++ nothing is
+    called again on every call; where it fails, a warning names the failure and
+    ``autograph.function`` keeps its Python entry.
+    """
+    try:
+        if not hasattr(_pjit, "_need_to_rebuild_with_fdo"):
+            raise AttributeError("a cache miss returns a pair here, not the triple built below")
+        info = jax.jit(lambda x: x)._jit_info  # type: ignore[attr-defined]
+        fields = {f.name: getattr(info, f.name)
+                  for f in dataclasses.fields(_pxla.JitGlobalCppCacheKeys)}
+        key = _pxla.JitGlobalCppCacheKeys(**fields)
+        cache = _pjit._get_cpp_global_cache(key.contains_explicit_attributes)
+
+        def build(name: str, miss: Callable):
+            # the miss also keys the shared cache (no other dispatcher has it), so
+            # `jax.clear_caches()` empties this one too
+            return _jax.pjit(name, miss, miss, (), (), key, _tree_util.dispatch_registry,
+                             _pxla.cc_shard_arg, cache)
+
+        seen: list = []
+
+        def test_miss(*args, **kwargs):
+            seen.append(args)
+            return args[0] + 1, None, False
+
+        probe = build("probe", test_miss)
+        if probe(1) != 2 or probe(2) != 3 or len(seen) != 2:
+            raise TypeError(f"the probe dispatcher called its miss {len(seen)} times, not 2")
+    except (TypeError, ValueError, AttributeError) as e:
+        _fallback("cpp_jit_builder", e)
+        return None
+    return build
+
+
+# -- errors ---------------------------------------------------------------------------
+
+def output_runtime_tokens() -> dict:
+    """JAX's per-device tokens of runs with unordered callbacks (each holds its run's
+    error, raised again by ``jax.effects_barrier()`` and at exit)."""
+    return _dispatch.runtime_tokens.output_runtime_tokens
+
+
+# the loggers that record an exception raised inside a host callback
+CALLBACK_LOGGERS = ("jax._src.debugging", "jax._src.callback")
+
+
+def exclude_from_tracebacks(path: str) -> None:
+    """Asks JAX to drop frames under ``path`` from the tracebacks of errors it filters."""
+    _traceback_util.register_exclusion(path)
+
+
+# -- differentiation ------------------------------------------------------------------
+
+@functools.cache
+def allow_stop_gradient_transpose() -> None:
+    """Lets reverse mode transpose ``stop_gradient`` applied to tangents (the identity).
+
+    ``vmap`` of ``lax.cond`` with a batched predicate wraps the operands in
+    ``stop_gradient``; where the cond sits in a ``custom_jvp`` rule (as the
+    bounded loop form does), ``jax.grad(jax.vmap(f))`` batches the rule after
+    linearizing it, so the wrapped operands are tangents, and transposing them
+    fails (JAX issues #22011 and #39219). As a function ``stop_gradient`` is
+    the identity, so on tangents its transpose is the identity too.
+
+    This is the one change autograph makes to JAX's tables. It is made when the
+    first loop that needs it is built (``runtime.bounded.counted_loop``), never
+    at import, and only where JAX has no rule of its own; it changes no result
+    JAX computes without it (without it, such a program raises).
+    """
+    if _ad_util.stop_gradient_p not in _ad.primitive_transposes:
+        _ad.primitive_transposes[_ad_util.stop_gradient_p] = lambda ct, x: [ct]

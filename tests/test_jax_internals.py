@@ -1,0 +1,150 @@
+"""Each shim of ``autograph.jax_internals`` against the installed JAX.
+
+A failure here means JAX changed what a shim relies on: the message names the
+shim. Nothing outside ``autograph/jax_internals.py`` imports ``jax._src``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from autograph import jax_internals as internals
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_the_declared_oldest_jax_is_the_one_pyproject_asks_for():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    declared = re.search(r'"jax>=([\d.]+)"', pyproject).group(1)
+    assert tuple(int(p) for p in declared.split(".")) == internals.OLDEST
+    assert internals.VERSION >= internals.OLDEST
+
+
+def test_nothing_else_imports_jax_private_modules():
+    own = [p for d in ("autograph", "converters", "runtime") for p in (ROOT / d).rglob("*.py")]
+    users = [str(p.relative_to(ROOT)) for p in own
+             if "jax._src" in p.read_text() and p.name != "jax_internals.py"]
+    assert users == []
+
+
+def test_array_impl_is_the_type_of_an_array():
+    assert type(jnp.zeros(2)) is internals.ArrayImpl
+
+
+def test_is_concrete():
+    assert internals.is_concrete(jnp.ones(2))
+    seen = []
+    jax.jit(lambda x: seen.append(internals.is_concrete(x)) or x)(1.0)
+    assert seen == [False]
+
+
+def test_convert_element_type_keeps_the_weak_type():
+    weak = internals.convert_element_type(jnp.asarray(3), np.dtype("float32"), True)
+    strong = internals.convert_element_type(jnp.asarray(3), np.dtype("float32"), False)
+    assert weak.dtype == strong.dtype == jnp.float32
+    assert weak.weak_type and not strong.weak_type
+    assert (weak + jnp.float16(1)).dtype == jnp.float16  # it promotes as a Python float
+
+
+def test_trace_to_jaxpr_gives_what_make_jaxpr_gives():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the direct path, no fallback warning
+        assert internals._direct_tracer() is not None
+    fn = lambda a, b: [a * b + 1, jnp.sin(a)]  # noqa: E731
+    leaves = [jnp.ones(3), jax.ShapeDtypeStruct((), jnp.float32)]
+    ours = internals.trace_to_jaxpr(fn, leaves)
+    theirs = jax.make_jaxpr(fn)(*leaves)
+    assert str(ours.jaxpr) == str(theirs.jaxpr) and ours.out_avals == theirs.out_avals
+
+
+def test_the_cpp_dispatcher_calls_our_miss_until_it_is_handed_a_program():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build = internals.cpp_jit_builder()
+    assert build is not None
+    jitted = jax.jit(lambda x: x * 2)
+    miss = internals.jit_cache_miss(jitted)
+    calls = []
+
+    def counting(*args):
+        calls.append(args)
+        return miss(*args)
+
+    f = build("f", counting)
+    x = jnp.arange(3.0)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x), x * 2)
+    assert len(calls) == 1  # later calls stay in C++
+    np.testing.assert_allclose(f(jnp.ones(2)), 2.0)
+    assert len(calls) == 2  # a new signature misses again
+
+
+def test_jit_info_gives_the_options_a_jit_function_was_made_with():
+    info = internals.jit_info(jax.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=0))
+    assert info.static_argnums == (1,) and info.donate_argnums == (0,)
+    assert all(internals.is_unspecified(s) for s in info.out_shardings_leaves)
+    assert internals.jit_info(lambda x: x) is None
+
+
+def test_runtime_tokens_and_callback_loggers():
+    assert isinstance(internals.output_runtime_tokens(), dict)
+    import importlib
+    for name in internals.CALLBACK_LOGGERS:
+        importlib.import_module(name)  # the loggers are named after these modules
+
+
+def test_exclude_from_tracebacks_accepts_a_path():
+    internals.exclude_from_tracebacks(str(ROOT / "runtime"))
+
+
+def test_stop_gradient_transpose_is_made_only_when_asked():
+    script = textwrap.dedent("""
+        import jax
+        from jax.interpreters import ad
+        before = dict(ad.primitive_transposes)
+        import autograph
+        from autograph import jax_internals
+        from jax._src import xla_bridge
+        after = dict(ad.primitive_transposes)
+        assert all(after[p] is rule for p, rule in before.items()), "a rule was replaced"
+        added = {p.name for p in set(after) - set(before)}
+        assert added <= {"checkpointed_while"}, added  # autograph's own primitive only
+        assert not xla_bridge._backends, "import started a backend"
+        jax_internals.allow_stop_gradient_transpose()
+        from jax._src import ad_util
+        ct = ad.primitive_transposes[ad_util.stop_gradient_p](1.5, None)
+        assert ct == [1.5]
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.parametrize("x", [0.5, 3.0])
+def test_grad_of_vmap_through_a_bounded_loop_transposes_stop_gradient(x):
+    # the computation that needs the rule, from a fresh process's point of view:
+    # the bounded form is built before the rule is consulted
+    import autograph
+
+    def f(x):
+        i = 0
+        while x < 10.0 and i < 20:
+            x = x * 1.5 + 0.1
+            i += 1
+        return x
+
+    xs = jnp.array([x, 2 * x])
+    got = jax.grad(lambda xs: jnp.sum(jax.vmap(autograph.convert(f))(xs)))(xs)
+    want = [jax.grad(f)(float(v)) for v in xs]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
