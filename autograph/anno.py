@@ -36,6 +36,8 @@ class Anno(enum.Enum):
                   "`while` test, ...; see `truth_tests`).")
     GENERATED = ("Marks a function a converter made for a branch or loop body; it is called "
                  "in place.")
+    UNCONVERTED_BODY = ("The user's own body of a nested function decorated with "
+                        "`autograph.do_not_convert`, put back once the passes have run.")
 
 
 def _table(node: Any) -> dict | None:

@@ -15,7 +15,7 @@ from typing import Callable
 
 import jax
 
-from autograph import errors, loader, parsing, pipeline
+from autograph import directive_calls, errors, loader, parsing, pipeline
 from autograph.converters import index_uses
 from autograph.runtime import calls as _calls
 from autograph.runtime import libraries as _libraries
@@ -144,7 +144,8 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
     super_args = parsing.super_args(parsed.node, code.co_qualname, code.co_freevars)
     node = pipeline.convert_tree(parsed.node, parsed.filename, recursive=recursive,
                                  super_args=super_args,
-                                 class_name=parsing.enclosing_class(code.co_qualname))
+                                 class_name=parsing.enclosing_class(code.co_qualname),
+                                 namespace=directive_calls.live_namespace(fn))
     source, line_map = loader.unparse(node)
     compiled = loader.compile_function(
         source, line_map, name=fn.__qualname__, user_file=parsed.filename,

@@ -10,14 +10,16 @@ from __future__ import annotations
 import gast
 
 from autograph import errors
+from autograph.directive_calls import Directive, Resolver
 
 _CONTROL_FLOW = (gast.If, gast.For, gast.While, gast.Return, gast.Break, gast.Continue,
                  gast.Match)
 
 
 class _Checker(gast.NodeVisitor):
-    def __init__(self, filename: str):
+    def __init__(self, filename: str, directives: Resolver):
         self.filename = filename
+        self.directives = directives
         self.lifted: set[int] = set()  # the `and`/`or` that `walrus_operands` lifts
 
     def _reject(self, node, rule: str, fix: str, observed: str | None = None):
@@ -68,7 +70,7 @@ class _Checker(gast.NodeVisitor):
         # the loop's own options, if any, lead its body; any other is misplaced
         for field, value in gast.iter_fields(node):
             if field == "body":
-                start = 1 if value and _is_loop_options(value[0]) else 0
+                start = 1 if value and self._is_loop_options(value[0]) else 0
                 for stmt in value[start:]:
                     self.visit(stmt)
             elif isinstance(value, list):
@@ -78,8 +80,12 @@ class _Checker(gast.NodeVisitor):
             elif isinstance(value, gast.AST):
                 self.visit(value)
 
+    def _is_loop_options(self, stmt) -> bool:
+        return (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)
+                and self.directives.of(stmt.value.func) is Directive.LOOP_OPTIONS)
+
     def visit_Call(self, node):
-        if _is_loop_options_call(node):
+        if self.directives.of(node.func) is Directive.LOOP_OPTIONS:
             self._reject(
                 node, "`set_loop_options` must be the first statement of a loop body",
                 "move the call to the top of the body of the loop it configures (it applies "
@@ -156,17 +162,6 @@ class _Checker(gast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _is_loop_options_call(node) -> bool:
-    func = node.func
-    name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
-    return name == "set_loop_options"
-
-
-def _is_loop_options(stmt) -> bool:
-    return (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)
-            and _is_loop_options_call(stmt.value))
-
-
 def _in_nested_def(root, node) -> bool:
     for child in gast.walk(root):
         if isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)) and child is not node:
@@ -175,9 +170,13 @@ def _in_nested_def(root, node) -> bool:
     return False
 
 
-def check(node: gast.FunctionDef, filename: str) -> None:
-    """Raises ``ConversionError`` for the first unsupported construct in ``node``."""
-    checker = _Checker(filename)
+def check(node: gast.FunctionDef, filename: str, directives: Resolver | None = None) -> None:
+    """Raises ``ConversionError`` for the first unsupported construct in ``node``.
+
+    ``directives`` tells which calls are ``set_loop_options`` (by default,
+    found in ``node`` alone, as for a function read from a file).
+    """
+    checker = _Checker(filename, directives if directives is not None else Resolver(node))
     if isinstance(node, gast.AsyncFunctionDef):
         checker.visit_AsyncFunctionDef(node)
     for stmt in node.body:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from autograph.directive_calls import Resolver
 from autograph.naming import Namer
 
 
@@ -18,6 +19,8 @@ class Context:
       super_args: the explicit arguments for a zero-argument ``super()``.
       class_name: the class whose body the function is written in, whose
         name Python mangles private names (``__x``) with.
+      directives: tells which calls are autograph's directives, by what their
+        names refer to.
     """
 
     namer: Namer
@@ -26,6 +29,7 @@ class Context:
     # For methods that use zero-argument `super()`: `("__class__", "self")`.
     super_args: tuple[str, str] | None = None
     class_name: str | None = None
+    directives: Resolver = dataclasses.field(default_factory=Resolver)
     # Flags set by lowered jumps (`did_break`, ...): a value left unassigned on
     # a path where one of them is set is never read, since the rest is guarded.
     jump_flags: set = dataclasses.field(default_factory=set)

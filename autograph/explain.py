@@ -24,7 +24,7 @@ import textwrap
 
 import gast
 
-from autograph import analysis, anno, checks
+from autograph import analysis, anno, checks, directive_calls
 from autograph.analysis import Analysis, activity, carried
 from autograph.anno import Anno
 from autograph.context import Context
@@ -99,7 +99,9 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     Raises:
       ConversionError: ``node`` uses syntax that cannot be converted.
     """
-    checks.check(node, filename)
+    directives = directive_calls.Resolver(
+        node, imports=directive_calls.module_imports(gast.parse(source)))
+    checks.check(node, filename, directives)
     user_names = _identifiers(node)
     user_nodes, user_tests = {}, {}
     for n in _walk(node):
@@ -108,7 +110,7 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
             user_nodes[_key(n)] = n
             if not isinstance(n, gast.For):  # the break/return passes extend `while` tests
                 user_tests[_key(n)] = _source_text(source, n.test)
-    ctx = Context(namer=Namer.for_tree(node), filename=filename)
+    ctx = Context(namer=Namer.for_tree(node), filename=filename, directives=directives)
     for converter in _JUMP_PASSES:
         node = converter.transform(node, ctx)
     analysis.run(node, (Analysis.SCOPES, Analysis.LIVENESS, Analysis.DEFINITIONS))
@@ -117,7 +119,8 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     kept = {_key(n) for n in _walk(node) if getattr(n, _MARK, False)}
     lines = source.splitlines()
     blocks: list[Block] = []
-    _Describer(blocks, lines, source, user_nodes, user_tests, kept, generated).function(
+    _Describer(blocks, lines, source, user_nodes, user_tests, kept, generated,
+               directives).function(
         node, qualname, {})
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
     params += tuple(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
@@ -243,7 +246,9 @@ def _dependencies(fn: gast.FunctionDef, outer: dict[str, frozenset]) -> dict[str
 
 
 class _Describer:
-    def __init__(self, blocks, lines, source, user_nodes, user_tests, kept, generated):
+    def __init__(self, blocks, lines, source, user_nodes, user_tests, kept, generated,
+                 directives):
+        self.directives = directives
         self.blocks = blocks
         self.lines = lines
         self.source = source
@@ -377,7 +382,7 @@ class _Describer:
                 early = (f"; the jump lowering makes its test `{rewritten}`, so it also stops "
                          f"once a `break` or `return` inside has run")
             staged = "`lax.while_loop`"
-            options = _loop_options(node.body)
+            options = _loop_options(node.body, self.directives)
             if "maximum_iterations" in options:
                 staged = ("`lax.while_loop` that stops after `maximum_iterations` steps "
                           "(`set_loop_options`)")
@@ -447,7 +452,7 @@ class _Describer:
             return (f"as a masked `lax.scan` of {options['maximum_iterations']} steps "
                     f"(`maximum_iterations`), whose backward pass keeps what every step "
                     f"computed")
-        body, _ = while_statements.loop_options(node.body)
+        body, _ = while_statements.loop_options(node.body, self.directives)
         bound = while_statements.counter_bound(node, body, state)
         if bound is not None:
             name, limit = bound.elts[0].value, self._text(bound.elts[2].body)
@@ -465,9 +470,10 @@ _CHECKPOINTED = (
 _HOW_MANY = "; `set_loop_options(checkpoints=S)` sets how many copies"
 
 
-def _loop_options(body) -> dict[str, str]:
+def _loop_options(body, directives: directive_calls.Resolver) -> dict[str, str]:
     """The keywords of a leading ``set_loop_options(...)`` call, as source text."""
-    if not _has_loop_options(body):
+    _, opts = while_statements.loop_options(body, directives)
+    if opts is None:
         return {}
     call = body[0].value
     return {k.arg: ast.unparse(gast.gast_to_ast(k.value)) for k in call.keywords
@@ -485,14 +491,6 @@ def _python_state_note(node, staged: bool = False) -> str:
                 f"number, since {uses[0][1]}")
     return (f"; it runs as the Python loop wherever {names} starts as a Python number, "
             f"since {uses[0][1]}")
-
-
-def _has_loop_options(body) -> bool:
-    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Call):
-        func = body[0].value.func
-        name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
-        return name == "set_loop_options"
-    return False
 
 
 def render(exp: Explanation, style=None, width: int = 100) -> str:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
+from typing import Any
+
 import gast
 
-from autograph import analysis, checks
+from autograph import analysis, anno, checks, directive_calls
+from autograph.anno import Anno
 from autograph.context import Context
 from autograph.converters import (
     assert_statements,
@@ -109,17 +114,24 @@ PASSES = (
 
 def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = True,
                  super_args: tuple[str, str] | None = None, class_name: str | None = None,
+                 namespace: Mapping[str, Any] | None = None,
+                 imports: Mapping[str, str] | None = None,
                  passes=PASSES) -> gast.FunctionDef:
     """Runs ``passes`` (all, in order, by default) over ``node`` and returns it.
 
     ``class_name`` is the class whose body ``node`` is written in, if any
-    (``parsing.enclosing_class`` of its qualified name).
+    (``parsing.enclosing_class`` of its qualified name). ``namespace`` (a
+    live function's closure and globals) or else ``imports`` (its module's,
+    for a function read from a file) say what the names of directives such
+    as ``set_loop_options`` refer to (see ``directive_calls``).
     """
-    checks.check(node, filename)
+    directives = directive_calls.Resolver(node, namespace=namespace, imports=imports)
+    checks.check(node, filename, directives)
     node.decorator_list = []
+    _keep_unconverted(node, directives)
     present: set = set()  # the node types in the tree
     ctx = Context(namer=Namer.for_tree(node, present), filename=filename, recursive=recursive,
-                  super_args=super_args, class_name=class_name)
+                  super_args=super_args, class_name=class_name, directives=directives)
     # analysis -> the node kinds whose functions it was last computed for, while
     # every pass since has declared (``KEEPS``) that it leaves it valid
     fresh: dict = {}
@@ -133,7 +145,28 @@ def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = Tru
         keeps = getattr(converter, "KEEPS", ())
         fresh = {a: kinds for a, kinds in fresh.items() if a in keeps}
         present |= set(getattr(converter, "EMITS", ()))
+    _put_back_unconverted(node)
     return node
+
+
+def _keep_unconverted(node: gast.FunctionDef, directives: directive_calls.Resolver) -> None:
+    """Keeps the user's body of each nested function decorated with ``do_not_convert``.
+
+    The passes still rewrite it, so that the analyses of the enclosing code
+    see the same names, and ``_put_back_unconverted`` restores it: the
+    decorator then marks a function that runs as written, as it says.
+    """
+    for child in gast.walk(node):
+        if isinstance(child, gast.FunctionDef) and child is not node and any(
+                directives.of(d) is directive_calls.Directive.DO_NOT_CONVERT
+                for d in child.decorator_list):
+            anno.set(child, Anno.UNCONVERTED_BODY, copy.deepcopy(child.body))
+
+
+def _put_back_unconverted(node: gast.FunctionDef) -> None:
+    for child in gast.walk(node):
+        if isinstance(child, gast.FunctionDef) and anno.has(child, Anno.UNCONVERTED_BODY):
+            child.body = anno.get(child, Anno.UNCONVERTED_BODY)
 
 
 def convert_source(source: str, filename: str = "<source>", *, passes=PASSES,
@@ -145,7 +178,9 @@ def convert_source(source: str, filename: str = "<source>", *, passes=PASSES,
     """
     from autograph import loader, parsing
 
+    imports = directive_calls.module_imports(gast.parse(source))
     for qualname, node in parsing.parse_source_functions(source, filename):
         return loader.unparse(convert_tree(node, filename, passes=passes, recursive=recursive,
-                                           class_name=parsing.enclosing_class(qualname)))[0]
+                                           class_name=parsing.enclosing_class(qualname),
+                                           imports=imports))[0]
     raise ValueError("no function definition in the source")

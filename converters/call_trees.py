@@ -16,8 +16,10 @@ operator by the callee's identity, so a name the module binds to something
 else (``from numpy import max``) keeps its meaning. Inside the body of a
 `try` with handlers they stay plain calls: there a handler may catch the
 error ``int(x)`` of a traced ``x`` raises while tracing, as under plain
-``jax.jit``. ``super()`` gets its explicit form, since converted code is not
-compiled inside the class.
+``jax.jit``. Calls of autograph's directives (``set_loop_options``, in any
+spelling: found by what the name refers to, see ``directive_calls``) stay as
+written, for the loop passes to read. ``super()`` gets its explicit form,
+since converted code is not compiled inside the class.
 """
 
 from __future__ import annotations
@@ -54,8 +56,6 @@ LIBRARY_METHODS = frozenset({
     # list, dict and str methods
     "append", "extend", "items", "keys", "values", "format", "join", "split", "strip",
     "startswith", "endswith", "lower", "upper", "setdefault", "popitem",
-    # autograph's own directives
-    "set_loop_options",
 })
 
 
@@ -138,7 +138,8 @@ class _Transformer(LocalNamesTransformer):
                 and self.ctx.super_args is not None and self.depth == 1):
             node.args = [templates.name(a) for a in self.ctx.super_args]
             return node
-        if not self.ctx.recursive or self._is_library(func):
+        if (not self.ctx.recursive or self._is_library(func)
+                or self.ctx.directives.of(func) is not None):
             return node
         call = _CALL.substitute_expr(node, FUNC=func)
         call.args = call.args + list(node.args)

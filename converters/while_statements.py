@@ -13,7 +13,9 @@ The loop carries exactly the names its body modifies that are live at the
 loop's head: read by the test, by a later iteration, or after the loop.
 Temporaries the body assigns before reading are local to ``loop_body``.
 ``autograph.set_loop_options(maximum_iterations=N)`` as the body's first
-statement becomes ``opts={'maximum_iterations': N}``.
+statement (in any spelling: ``set_loop_options(...)`` imported from
+autograph, ``ag.set_loop_options(...)``, an alias) becomes
+``opts={'maximum_iterations': N}``.
 
 A counter that bounds the loop is passed on as ``bound=(name, op, limit,
 step)``: a conjunct of the test compares a carried name with a limit the
@@ -37,6 +39,7 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, carried
 from autograph.anno import Anno
 from autograph.context import Context
+from autograph.directive_calls import Directive, Resolver
 from autograph.scopes import FunctionScopes
 from autograph.templates import cell_params, mark_generated, state_init, with_returns
 
@@ -158,12 +161,14 @@ _CALL_NO_STATE = templates.Template(
     "ag__.while_stmt(TEST_FN, BODY_FN, (), names=())")
 
 
-def loop_options(body: list[gast.stmt]):
-    """Splits a leading ``set_loop_options(...)`` call off ``body``."""
+def loop_options(body: list[gast.stmt], directives: Resolver):
+    """Splits a leading ``set_loop_options(...)`` call off ``body``.
+
+    The call is found by what its function refers to (``directives``), in any
+    spelling: ``set_loop_options``, ``ag.set_loop_options``, an alias.
+    """
     if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Call):
-        func = body[0].value.func
-        name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
-        if name == "set_loop_options":
+        if directives.of(body[0].value.func) is Directive.LOOP_OPTIONS:
             call = body[0].value
             opts = gast.Dict(keys=[templates.literal(k.arg) for k in call.keywords],
                              values=[k.value for k in call.keywords])
@@ -177,7 +182,7 @@ class Lowering(FunctionScopes):
         test_fn, body_fn = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
         node.body = self._block_in_loop(node)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
-        body, opts = loop_options(node.body)
+        body, opts = loop_options(node.body, self.ctx.directives)
         state = carried.loop_state(node, self.locals).params
         namer = self.ctx.namer
         params, shared = cell_params(state, self.captured, namer, node)

@@ -18,7 +18,7 @@ import tokenize
 
 import gast
 
-from autograph import errors, loader, parsing, pipeline
+from autograph import directive_calls, errors, loader, parsing, pipeline
 from autograph.cli.status import FileError, UsageError
 
 _MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -178,6 +178,7 @@ class Function:
     original: str = ""
     converted: str = ""
     original_map: dict = dataclasses.field(default_factory=dict)
+    imports: dict = dataclasses.field(default_factory=dict)  # the module's (directive_calls)
     error: str | None = None
     error_line: str | None = None
 
@@ -201,7 +202,9 @@ def functions(f: SourceFile, text: str) -> list[Function]:
         raise FileError(f"{where}: syntax error: {e.msg}") from None
     except (ValueError, RecursionError) as e:
         raise FileError(f"{f.display}: cannot parse: {e}") from None
-    return [Function(q, n, f, n.lineno, n.end_lineno or n.lineno) for q, n in found]
+    imports = directive_calls.module_imports(gast.parse(text))
+    return [Function(q, n, f, n.lineno, n.end_lineno or n.lineno, imports=imports)
+            for q, n in found]
 
 
 def convert(fn: Function) -> Function:
@@ -212,7 +215,8 @@ def convert(fn: Function) -> Function:
         fn.original, fn.original_map = loader.unparse(node)
         node = pipeline.convert_tree(node, fn.file.display,
                                      super_args=parsing.super_args(node, fn.qualname),
-                                     class_name=parsing.enclosing_class(fn.qualname))
+                                     class_name=parsing.enclosing_class(fn.qualname),
+                                     imports=fn.imports)
         fn.converted = loader.unparse(node)[0]
     except errors.ConversionError as e:
         where = e.location.short if e.location is not None else f"{fn.file.display}:{fn.line}"
