@@ -56,6 +56,7 @@ from jax._src import linear_util as _lu  # noqa: E402
 from jax._src import pjit as _pjit  # noqa: E402
 from jax._src import traceback_util as _traceback_util  # noqa: E402
 from jax._src import tree_util as _tree_util  # noqa: E402
+from jax._src import xla_bridge as _xla_bridge  # noqa: E402
 from jax._src.array import ArrayImpl  # noqa: E402
 from jax._src.interpreters import ad as _ad  # noqa: E402
 from jax._src.interpreters import partial_eval as _pe  # noqa: E402
@@ -67,7 +68,8 @@ from jax._src.sharding_impls import UnspecifiedValue  # noqa: E402
 __all__ = [
     "OLDEST", "VERSION", "ArrayImpl", "is_concrete", "convert_element_type", "trace_to_jaxpr",
     "cpp_jit_builder", "jit_info", "jit_cache_miss", "is_unspecified", "output_runtime_tokens",
-    "exclude_from_tracebacks", "CALLBACK_LOGGERS", "allow_stop_gradient_transpose",
+    "exclude_from_tracebacks", "CALLBACK_LOGGERS", "backends_started",
+    "has_gloo_collectives", "allow_stop_gradient_transpose",
 ]
 
 
@@ -197,6 +199,19 @@ CALLBACK_LOGGERS = ("jax._src.debugging", "jax._src.callback")
 def exclude_from_tracebacks(path: str) -> None:
     """Asks JAX to drop frames under ``path`` from the tracebacks of errors it filters."""
     _traceback_util.register_exclusion(path)
+
+
+# -- processes ------------------------------------------------------------------------
+
+def backends_started() -> bool:
+    """Whether a backend (and so a device client) has been made in this process; after
+    that, ``jax.distributed.initialize`` is too late."""
+    return bool(_xla_bridge.backends_are_initialized())
+
+
+def has_gloo_collectives() -> bool:
+    """Whether this jaxlib can run collectives between CPU processes (gloo over TCP)."""
+    return hasattr(_jax, "make_gloo_tcp_collectives")
 
 
 # -- differentiation ------------------------------------------------------------------

@@ -21,11 +21,8 @@ import time
 
 def missing_gloo() -> str | None:
     """Why CPU processes cannot share collectives in this JAX build, or None if they can."""
-    try:
-        from jax._src.lib import _jax
-    except ImportError as e:  # pragma: no cover - a JAX laid out otherwise
-        return f"jaxlib has no `_jax` module ({e})"
-    if not hasattr(_jax, "make_gloo_tcp_collectives"):
+    from autograph import jax_internals
+    if not jax_internals.has_gloo_collectives():
         return "this jaxlib is built without gloo CPU collectives"
     return None
 

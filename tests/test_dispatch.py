@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph import dispatch
+from autograph import jax_internals
 from autograph.function import RETRACE_WINDOW
 
 
@@ -34,7 +34,6 @@ def _sign_scale(x, y):
 
 
 def test_this_jax_gets_the_cpp_dispatcher():
-    from autograph import jax_internals
     assert jax_internals.cpp_jit_builder() is not None
     f = _settled(autograph.function(lambda x: x + 1), jnp.ones(3))
     assert type(f.func).__name__ == "PjitFunction"

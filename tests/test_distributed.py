@@ -25,8 +25,8 @@ IMPORT_STARTS_NOTHING = textwrap.dedent("""
         for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             importlib.import_module(module.name)
     import jax
-    from jax._src import xla_bridge
-    assert not xla_bridge.backends_are_initialized(), "a backend started on import"
+    from autograph import jax_internals
+    assert not jax_internals.backends_started(), "a backend started on import"
     jax.distributed.initialize(coordinator_address=os.environ["COORDINATOR"],
                                num_processes=1, process_id=0)
     assert jax.process_count() == 1 and jax.device_count() >= 1

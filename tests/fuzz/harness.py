@@ -59,9 +59,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import autograph
+from autograph import jax_internals
 
 # a staged branch that raises when taken reports through jax.debug.callback, which logs
-logging.getLogger("jax._src.debugging").setLevel(logging.CRITICAL)
+for _logger in jax_internals.CALLBACK_LOGGERS:
+    logging.getLogger(_logger).setLevel(logging.CRITICAL)
 
 RTOL, ATOL = 1e-4, 1e-5
 HUGE = 1e30
