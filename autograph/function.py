@@ -239,14 +239,14 @@ class Function(functools.partial):
         """
         jit, general, array_type = self._jit, self._call_general, _ARRAY_IMPL
         n_positional, reraise = self._n_positional, _run_time_errors.reraise
-        ever_eager, eager, python_function = modes.EVER_EAGER, modes.eager, self.python_function
+        checking, eager, python_function = modes.CHECKING, modes.eager, self.python_function
         calls, last_trace, use = self._calls_cell, self._last_trace_call, self._use_entry
         again = self._again_unordered
         if self.input_signature is not None or not self._ordered:
             # unordered callbacks: every call goes through `general`, which waits for
             # the results of a program that checks something
             def checked_entry(*args, **kwargs):
-                if ever_eager[0] and eager() and not _any_tracer(args, kwargs):
+                if checking[0] and eager() and not _any_tracer(args, kwargs):
                     return python_function(*args, **kwargs)
                 try:
                     return general(args, kwargs)
@@ -254,9 +254,9 @@ class Function(functools.partial):
                     reraise(e)
                     raise
             return checked_entry
-        if counting or ever_eager[0]:
+        if counting or checking[0]:
             def counting_entry(*args, **kwargs):
-                if ever_eager[0] and eager() and not _any_tracer(args, kwargs):
+                if checking[0] and eager() and not _any_tracer(args, kwargs):
                     return python_function(*args, **kwargs)
                 try:
                     out = general(args, kwargs)
@@ -318,8 +318,10 @@ class Function(functools.partial):
                                        **{**self._options, "_ordered": False})
         return self._unordered
 
-    def _eager_mode_used(self) -> None:
-        """Eager mode was switched on somewhere: every call must now check it."""
+    def _eager_mode_changed(self) -> None:
+        """Makes the call paths again, for ``modes.CHECKING`` or ``_graph_calls`` now: while
+        eager mode may be on somewhere every call checks it, and otherwise plain calls go
+        straight to ``jax.jit``'s C++ dispatch."""
         if self._many_devices:
             return  # calls go to the twin, which checks
         self._entries = {True: self._entry(counting=True), False: self._entry(counting=False)}
@@ -355,7 +357,7 @@ class Function(functools.partial):
                 # jax.jit's C++ dispatch would flatten the NNX objects on every call, only
                 # to hand the call to Python: the call paths are made again without it
                 self._graph_calls = True
-                self._eager_mode_used()
+                self._eager_mode_changed()
             return self._graph_jit(*args, **kwargs)
         if args and _libraries.is_linen_module(args[0]):
             # a linen method, run by linen's `init`/`apply` (compiled where those are):
@@ -643,7 +645,7 @@ class _BoundFunction:
         self.__wrapped__ = function.__wrapped__
 
     def __call__(self, *args, **kwargs):
-        if modes.EVER_EAGER[0] and modes.eager() and not _any_tracer(args, kwargs):
+        if modes.CHECKING[0] and modes.eager() and not _any_tracer(args, kwargs):
             return self._function.python_function(self._obj, *args, **kwargs)
         try:
             return self._function._call_general((self._obj,) + args, kwargs, bound=True)

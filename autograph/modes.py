@@ -4,35 +4,61 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
+import weakref
 
-_EAGER = contextvars.ContextVar("autograph_run_eagerly", default=False)
-# Functions whose call path skips the ContextVar (it is on every call's path)
-# until eager mode is first switched on; then they are told to check it.
-import weakref  # noqa: E402
-
-EVER_EAGER = [False]
+# Inside a `run_eagerly(True)` block: an `_On` (see there); elsewhere None.
+_EAGER: contextvars.ContextVar[_On | None] = contextvars.ContextVar("autograph_run_eagerly",
+                                                                   default=None)
+# The process-wide switch (`run_functions_eagerly`), for every thread.
+_GLOBAL = [False]
+_OPEN = [0]  # `_On` objects alive: contexts that may run eagerly
+# Whether eager mode may be on anywhere, which every Function's call path reads.
+# Only while it is can a call run eagerly, so only then do Functions check
+# `eager()` on each call; otherwise their plain calls stay in jax.jit's C++ dispatch.
+CHECKING = [False]
 _FUNCTIONS: "weakref.WeakSet" = weakref.WeakSet()
+# one change of CHECKING, and its telling, at a time; reentrant, as an `_On` may
+# be collected while the Functions are being told
+_SWITCHING = threading.RLock()
 
 
 def register(function) -> None:
-    """Tracks a Function, to be told when eager mode is first used."""
+    """Tracks a Function, to be told when ``CHECKING`` changes."""
     _FUNCTIONS.add(function)
 
 
-def _set(value: bool):
-    if not EVER_EAGER[0]:
-        EVER_EAGER[0] = True
+def _update(opened: int = 0) -> None:
+    """Sets ``CHECKING`` from the switches and tells every Function when it changes."""
+    with _SWITCHING:
+        _OPEN[0] += opened
+        checking = _GLOBAL[0] or _OPEN[0] > 0
+        if checking == CHECKING[0]:
+            return
+        CHECKING[0] = checking
         for function in list(_FUNCTIONS):
-            function._eager_mode_used()
-    return _EAGER.set(value)
+            function._eager_mode_changed()
 
 
-# The process-wide switch (`run_functions_eagerly`), for every thread.
-_GLOBAL = [False]
+class _On:
+    """The value of ``_EAGER`` inside a ``run_eagerly(True)`` block.
+
+    A context copied inside the block (an ``asyncio`` task's) holds the same
+    object, so it lives, and Functions check eager mode, for as long as some
+    context may still run eagerly.
+    """
+
+    __slots__ = ()
+
+    def __init__(self):
+        _update(opened=1)
+
+    def __del__(self):
+        _update(opened=-1)
 
 
 def eager() -> bool:
-    return _GLOBAL[0] or _EAGER.get()
+    return _GLOBAL[0] or _EAGER.get() is not None
 
 
 def run_functions_eagerly(run_eagerly: bool) -> None:
@@ -43,9 +69,8 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
     ``tf.config.run_functions_eagerly``. It applies to every thread; the
     scoped form, :func:`run_eagerly`, to the current thread or task only.
     """
-    if run_eagerly and not EVER_EAGER[0]:
-        _set(False)  # tells every Function to start checking
     _GLOBAL[0] = bool(run_eagerly)
+    _update()
 
 
 def functions_run_eagerly() -> bool:
@@ -65,7 +90,7 @@ def run_eagerly(enabled: bool = True):
       >>> autograph.functions_run_eagerly()
       False
     """
-    token = _set(bool(enabled))
+    token = _EAGER.set(_On() if enabled else None)
     try:
         yield
     finally:

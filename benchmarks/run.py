@@ -56,6 +56,9 @@ def table(results) -> list:
     fc = results["function_call"]
     rows.append(_row("per call, x + 1: autograph.function", fc["autograph_function_us"], "us",
                      "jax.jit", fc["jax_jit_us"], "ratio <= 1.05", 1.05))
+    rows.append(_row("per call, x + 1: autograph.function after eager on/off",
+                     fc["after_toggle_us"], "us", "jax.jit", fc["jax_jit_us"], "ratio <= 1.05",
+                     1.05))
     conv = results["conversion"]
     for name, label in (("loops", "if + while/break + for"), ("nested_ifs", "nested ifs")):
         r = conv[name]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import threading
 
@@ -12,6 +13,7 @@ import pytest
 
 import autograph
 from autograph import TensorSpec
+from autograph.function import RETRACE_WINDOW
 from tests.helpers import count
 
 
@@ -298,6 +300,67 @@ def test_run_functions_eagerly_applies_to_other_threads(eager_off):
     finally:
         autograph.run_functions_eagerly(False)
     assert len(log) == 3  # process-wide, as tf.config.run_functions_eagerly
+
+
+def _settled(f, x):
+    """``f`` called past the retrace window: plain calls then take its fastest path."""
+    for _ in range(RETRACE_WINDOW + 2):
+        f(x)
+    return f
+
+
+def _in_cpp_dispatch(f) -> bool:
+    return type(f.func).__name__ == "PjitFunction"  # jax.jit's C++ dispatcher
+
+
+def test_eager_mode_switched_off_leaves_calls_in_the_cpp_dispatch(eager_off):
+    x = jnp.ones(3)
+    if not _in_cpp_dispatch(_settled(autograph.function(lambda v: v - 1), x)):
+        pytest.skip("this JAX has no C++ dispatcher to build")
+    log = []
+
+    def add_one(v):
+        log.append(type(v))
+        return v + 1
+
+    before = _settled(autograph.function(add_one), x)
+    autograph.run_functions_eagerly(True)
+    assert not _in_cpp_dispatch(before)  # every call checks eager mode now
+    before(x)
+    assert log[-1] is type(x)  # ran eagerly, on the concrete array
+    autograph.run_functions_eagerly(False)
+    with autograph.run_eagerly():
+        pass
+    after = _settled(autograph.function(lambda v: v * 2), x)
+    assert _in_cpp_dispatch(after)
+    assert _in_cpp_dispatch(_settled(before, x))
+    np.testing.assert_allclose(before(x), [2.0] * 3)
+    np.testing.assert_allclose(after(x), [2.0] * 3)
+
+
+def test_a_task_started_in_an_eager_block_runs_eagerly_after_it(eager_off):
+    log = []
+
+    @autograph.function
+    def f(x):
+        log.append(type(x))
+        return x + 1
+
+    x = jnp.ones(2)
+
+    async def call():
+        return f(x)
+
+    async def main():
+        with autograph.run_eagerly():
+            task = asyncio.ensure_future(call())  # with a copy of the block's context
+        assert not autograph.functions_run_eagerly()
+        return await task
+
+    np.testing.assert_allclose(asyncio.run(main()), [2.0, 2.0])
+    assert log == [type(x)]  # not traced: eager, as in the block
+    f(x)
+    assert len(log) == 2 and log[-1] is not type(x)  # outside it: traced
 
 
 def test_eager_mode_still_traces_a_call_on_tracers():
