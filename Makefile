@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test typecheck bench fuzz clean
+.PHONY: install demo test test-oldest typecheck bench fuzz clean
 
 install: $(STAMP)
 
@@ -23,11 +23,34 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/collatz.py
 
-# the lint gate (ruff, configured in pyproject.toml), the type check, then the whole suite
+# the lint gate (ruff, configured in pyproject.toml), the type check, the whole suite,
+# then the core of the suite on the oldest JAX the project supports
 test: $(STAMP)
 	$(PY) -m ruff check .
 	@$(MAKE) --no-print-directory typecheck
 	$(PY) -m pytest -q
+	@$(MAKE) --no-print-directory test-oldest
+
+# The oldest supported JAX (autograph/jax_internals.py's OLDEST, pyproject.toml's
+# `jax>=`), in an environment of its own, on the tests of the converter, the
+# operators, the JAX shims, autograph.function and reverse mode through loops (the
+# ecosystem tests need Flax and Equinox releases of their own, and the fuzzer's long
+# budget runs once, above). About three minutes on two cores.
+OLDEST_JAX := 0.7.2
+OLDEST_VENV := build/venv-jax-$(OLDEST_JAX)
+OLDEST_TESTS := tests/converters tests/test_jax_internals.py tests/test_jaxprs.py \
+	tests/test_dispatch.py tests/test_api.py tests/test_function_cache.py \
+	tests/test_function_signature.py tests/test_loops_staging.py tests/test_loops_state.py \
+	tests/test_loops_transforms.py tests/test_reverse_mode_loops.py tests/test_early_exit.py \
+	tests/test_number_values.py tests/test_index_meaning.py tests/test_transforms.py \
+	tests/test_run_time_errors.py tests/test_never_worse.py
+
+test-oldest:
+	@test -n "$(PYTHON)" || (echo "error: Python 3.11 or newer is required" >&2; exit 2)
+	@test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install -q --disable-pip-version-check \
+		'jax==$(OLDEST_JAX)' 'jaxlib==$(OLDEST_JAX)' -e '.[test]'
+	$(OLDEST_VENV)/bin/python -m pytest -q $(OLDEST_TESTS)
 
 # The type check (mypy, configured in pyproject.toml's [tool.mypy]). The folders
 # converters/ and runtime/ install as autograph.converters and autograph.runtime
