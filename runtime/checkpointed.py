@@ -83,10 +83,10 @@ from autograph import errors
 
 from . import transforms
 from .jaxprs import make_jaxpr
+from .loop_plan import CHECKPOINTS  # states the backward pass keeps, by default
 
 __all__ = ["checkpointed_loop", "default_checkpoints", "CHECKPOINTS"]
 
-CHECKPOINTS = 128  # states the backward pass keeps, by default
 _CHECKPOINT_BYTES = 256 * 2**20  # fewer by default where that many states would pass this
 _MIN_CHECKPOINTS = 8
 _REPETITIONS = 64  # the most recomputations per step the plan tells apart

@@ -47,7 +47,7 @@ from jax import lax
 
 from autograph import errors
 
-from . import attributes, intervals, key_order, objects, run_time_errors
+from . import attributes, intervals, key_order, loop_plan, objects, run_time_errors
 from .bounded import counted_loop
 from .carry import Carry, KeyOrderError, TrackedList, infer_undefined, prepare_state, stabilize
 from .checkpointed import checkpointed_loop
@@ -58,6 +58,8 @@ from .index_meaning import PythonMeaningError, tracing_static_loop
 from .iterables import Seq, TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
 from .jaxprs import make_jaxpr_and_tree
 from .libraries import layers_made_before
+from .loop_plan import PYTHON_TRIPS as PYTHON_TRIPS  # re-exported: tests import it from here
+from .loop_plan import UNROLL_LIMIT, WARN_TRIPS, Form, Iterated, Plan, plan_for, plan_while
 from .outside import OuterState
 from .values import (
     MaybeUndefined,
@@ -84,14 +86,6 @@ class Bound(NamedTuple):
     op: str  # "<", "<=", ">", ">=" or "!="
     limit: Callable[[], Any]
     step: int
-
-
-class Steps(NamedTuple):
-    """How many iterations a staged `while` loop may run."""
-
-    maximum: int | None  # None: no most-iterations count, a checkpointed `lax.while_loop`
-    test_bounds: bool = False  # the test itself stops the loop within `maximum` steps
-    checkpoints: int | None = None  # states its backward pass keeps (None: the default)
 
 
 def _names_the_return_value(loop):
@@ -179,31 +173,28 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
             _refuse_python_numbers(python_state, state, names, (test, body))
-            steps = Steps((opts or {}).get("maximum_iterations"),
-                          checkpoints=(opts or {}).get("checkpoints"))
             bound = None if bound is None else Bound(*bound)
-            limit = None
-            if steps.maximum is None:
-                trips = None if bound is None else _bounded_trips(bound, state, names)
-                if trips is None and bound is not None and is_traced(
-                        state[names.index(bound.name)]):
-                    trips = first_trips
-                # a count: a `while_loop`, differentiable as the bounded form
-                if bound is not None and trips is not None:
-                    steps, limit = Steps(trips, test_bounds=True), bound.limit()
+            trips = None if bound is None else _bounded_trips(bound, state, names)
+            if trips is None and bound is not None and is_traced(
+                    state[names.index(bound.name)]):
+                trips = first_trips
+            plan = plan_while(maximum_iterations=(opts or {}).get("maximum_iterations"),
+                              checkpoints=(opts or {}).get("checkpoints"), counter_trips=trips)
+            # a count from the counter: its limit must hold while the body runs
+            limit = bound.limit() if bound is not None and plan.test_bounds else None
             lifted = objects.lift(state, (test, body), "`while` loop")
             outside = None
             if lifted is not None:  # Flax objects the body updates: carried, written back
                 out = lifted.finish(_staged_while(
                     lifted.wrap(test, returns_state=False), lifted.wrap(body),
-                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), steps))
+                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), plan))
             else:
                 # attributes the body assigns on the objects it reaches: carried, set after
                 attrs = attributes.find(state, (test, body), names, "`while` loop")
                 outside = OuterState((test, body), state, names,
                                      owned=frozenset() if attrs is None else attrs.ids())
                 out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_while(
-                    wrap(test, returns_state=False), wrap(body), values, labels, steps),
+                    wrap(test, returns_state=False), wrap(body), values, labels, plan),
                     state, names)
             if bound is not None and limit is not None and _limit_changed(bound.limit(), limit):
                 raise errors.LoopStateError(
@@ -287,14 +278,14 @@ def _bounded_trips(bound: Bound, state, names) -> int | None:
     return None
 
 
-def _staged_while(test, body, state, names, steps: Steps, loop="while"):
+def _staged_while(test, body, state, names, plan: Plan, loop="while"):
     born = [i for i, v in enumerate(state)
             if is_undefined(v) and not isinstance(v, UndefinedReturn)]
     try:
         with layers_made_before(f"`{loop}` loop"):
             if born:
-                return _with_defined_flag(test, body, state, names, steps, loop, born)
-            return _staged_while_defined(test, body, state, names, steps, loop)
+                return _with_defined_flag(test, body, state, names, plan, loop, born)
+            return _staged_while_defined(test, body, state, names, plan, loop)
     except TypeError as e:
         error = _traced_shape(e, loop)
         if error is None:
@@ -345,7 +336,7 @@ def _made_name(text: str) -> str | None:
     return targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else None
 
 
-def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):
+def _with_defined_flag(test, body, state, names, plan: Plan, loop, born):
     """A staged loop that assigns variables first: each carried with a "defined" flag.
 
     The loop may run zero times, or leave before the assignment (``if y > t:
@@ -361,11 +352,11 @@ def _with_defined_flag(test, body, state, names, steps: Steps, loop, born):
                                  False) if i in undefined else v
                   for i, v in enumerate(filled))
 
-    return _staged_while_defined(test, body, start, names, steps, loop)
+    return _staged_while_defined(test, body, start, names, plan, loop)
 
 
-def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
-    maximum = steps.maximum
+def _staged_while_defined(test, body, state, names, plan: Plan, loop="while"):
+    """The staged loop the plan names: ``BOUNDED`` (``counted_loop``) or ``CHECKPOINTED``."""
     shared = InPlace(state, names, loop)  # lists and dicts: carried once, written back
     test, body = shared.wrap(test, returns_state=False), shared.wrap(body)
     state = prepare_state(shared.state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
@@ -391,17 +382,17 @@ def _staged_while_defined(test, body, state, names, steps: Steps, loop="while"):
         c = condition(test(*carry.unflatten(arrays)), f"a `{loop}` loop")
         return jnp.asarray(c, dtype=bool)
 
-    if maximum is None or steps.checkpoints is not None:
+    if plan.form is Form.CHECKPOINTED:
         with staging():
             final = checkpointed_loop(cond_arrays, body_arrays, carry.arrays,
-                                      checkpoints=steps.checkpoints, maximum=maximum,
+                                      checkpoints=plan.checkpoints, maximum=plan.maximum,
                                       stabilize=_stabilizer(carry))
         return shared.finish(carry.unflatten(final, final=True))
 
     with staging():
         final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
-                             int(maximum), stabilize=_stabilizer(carry),
-                             test_bounds=steps.test_bounds)
+                             int(plan.maximum), stabilize=_stabilizer(carry),
+                             test_bounds=plan.test_bounds)
     return shared.finish(carry.unflatten(final, final=True))
 
 
@@ -473,25 +464,28 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
     state = tuple(init)
     names = tuple(names)
     if isinstance(iterable, TracedSeq):
-        return _traced_seq_for(iterable, body, state, names, extra_test)
+        return _traced_seq_for(iterable, plan_for(Iterated.TRACED_RANGE), body, state, names,
+                               extra_test)
     seq = as_seq(iterable)
-    if seq is None:
+    if seq is None:  # Form.PYTHON
         return _python_for(iterable, body, state, names, extra_test)
     if python_index is None and python_state:
         python_index = _python_number_used(python_state, state, names, (body, extra_test))
-    if type(seq.n) is int and (python_index is not None or not seq.fits_int32(0)):
-        # as under `jax.jit`: a staged index would not mean what the source says
-        if seq.n > PYTHON_TRIPS and st_any_traced((state, seq.xs)):
-            _note_python_loop(python_index or "its index does not fit int32", seq.n)
-        return _python_for(_items_from(seq, 0), body, state, names, extra_test)
+    if python_index is None and type(seq.n) is int and not seq.fits_int32(0):
+        python_index = "its index does not fit int32"
     iterations = None  # the attributes each iteration run as Python assigns
     peeled = False  # an iteration ran as Python to put a dict's keys in the body's order
     k = 0
     while k < seq.n:
-        if type(seq.n) is int and seq.n - k <= PYTHON_TRIPS:
-            # as under `jax.jit`: the index and Python numbers keep Python's meaning
+        trips = seq.n - k if type(seq.n) is int else None
+        plan = plan_for(Iterated.STATIC, trips, python_index=python_index,
+                        exits=extra_test is not None)
+        if plan.form is Form.UNROLLED:
+            long = seq.n > loop_plan.PYTHON_TRIPS  # (read here: tests lower the threshold)
+            if python_index is not None and long and st_any_traced((state, seq.xs)):
+                _note_python_loop(python_index, seq.n)
             return _python_for(_items_from(seq, k), body, state, names, extra_test)
-        if extra_test is not None:
+        if plan.form is Form.EXITING_SCAN:
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
                 return _scan_for(seq, k, body, state, names, extra_test)
@@ -502,7 +496,10 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 iterations is not None and iterations.assigned_traced())) and not _in_linen():
             outside = OuterState((body, extra_test), state, names, owned=attributes.owned_ids(
                 state, (body, extra_test), names, leading=1))
-            if not outside.can_rewind_all() and seq.n - k <= UNROLL_LIMIT:
+            if not outside.can_rewind_all():
+                plan = plan_for(Iterated.STATIC, trips, exits=extra_test is not None,
+                                rewindable=False)
+            if plan.form is Form.UNROLLED:
                 # a generator (or a builtin iterator) cannot be put back after a staging
                 # attempt draws from it
                 _warn_unrolled(errors.LoopStateError(
@@ -517,7 +514,11 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 if changed is not None:
                     raise _changes_outside("for", changed)
                 return out
-            except Exception as e:  # noqa: BLE001 - any staging failure: Python can still run it
+            # Never worse than `jax.jit`, which unrolls this loop: a static trip count
+            # lets Python run what `lax.scan` cannot stage, whatever stopped it (a carry
+            # that grows or changes dtype, a library that cannot be traced inside a scan),
+            # so any error is caught here and `_unrolls_after` decides.
+            except Exception as e:  # noqa: BLE001
                 if (isinstance(e, KeyOrderError) and not peeled
                         and not run_time_errors.raised_as_it_ran(e)):
                     # the body puts a dict's keys in another order: run as Python, the
@@ -527,22 +528,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     state = _python_for([seq.element(k, x)], body, state, names, extra_test)
                     k += 1
                     continue
-                # Never worse than `jax.jit`, which unrolls this loop: a static
-                # trip count lets Python run what `lax.scan` cannot stage (a
-                # carry that grows or changes dtype, the index used as a Python
-                # value, a library that cannot be traced inside a scan).
-                # A branch or condition rule broken only because the index is
-                # traced (`if i == 10: mode = "decay"`) holds once it is a Python
-                # int; autograph's other errors (a refusal, an unassigned variable)
-                # would recur when the loop is unrolled.
-                if seq.n - k > UNROLL_LIMIT or (isinstance(e, errors.AutographError) and not
-                                                isinstance(e, _INDEX_MAY_CAUSE)):
-                    raise
-                if run_time_errors.raised_as_it_ran(e):
-                    raise  # run eagerly (`jax.vmap` without `jit`), it failed with its effects done
-                if isinstance(e, Int32OverflowError) and extra_test is not None:
-                    # unrolled, each step after a traced exit test is a staged branch,
-                    # which carries the integer as int32 all the same
+                if not _unrolls_after(e, seq.n - k, extra_test is not None):
                     raise
                 outside.restore()  # what the staging attempt changed, run again by Python
                 if isinstance(e, PythonMeaningError):
@@ -553,7 +539,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 # is raised as `jax.jit` raises it, with no word about unrolling
                 try:
                     state = _python_for(_items_from(seq, k), body, state, names, extra_test)
-                except Exception as unrolled:  # noqa: BLE001
+                except Exception as unrolled:  # noqa: BLE001 - raised without the staging error
                     raise unrolled from None
                 _warn_unrolled(e)
                 return state
@@ -565,17 +551,28 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
     return state
 
 
-# A loop with at most this many iterations left runs as the Python loop `jax.jit`
-# unrolls: its index and the Python numbers it carries keep Python's meaning
-# (exact integers, `f"{i}"`, `isinstance(i, int)`, shapes and slices), and
-# compiling so few copies of the body costs less than the staged loop saves.
-PYTHON_TRIPS = 16
+def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
+    """Whether a static loop whose staging failed with ``error`` runs unrolled instead.
+
+    A branch or condition rule broken only because the index is traced (``if i
+    == 10: mode = "decay"``) holds once it is a Python int; autograph's other
+    errors (a refusal, an unassigned variable) would recur when the loop is
+    unrolled, and so would an error raised as the program ran eagerly.
+    """
+    if trips > UNROLL_LIMIT or (isinstance(error, errors.AutographError)
+                                and not isinstance(error, _INDEX_MAY_CAUSE)):
+        return False
+    if run_time_errors.raised_as_it_ran(error):
+        return False  # run eagerly (`jax.vmap` without `jit`), it failed with its effects done
+    # unrolled, each step after a traced exit test is a staged branch, which carries
+    # the integer as int32 all the same
+    return not (isinstance(error, Int32OverflowError) and exits)
+
 
 # A body that needs its loop index as a Python value (`layers[i]`, `range(i)`)
 # cannot be traced with a traced index; such loops run unrolled instead.
 _NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
                        IndexError)  # `x[i:i + 2]`: "Slice entries must be static integers"
-UNROLL_LIMIT = 1000
 _INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionError)
 
 # Loops over a static range that run as Python because of their index (see
@@ -599,11 +596,6 @@ def _note_python_loop(why: str, trips: int) -> None:
                       f"as under plain `jax.jit`, because {why}; staged as one `lax.scan` its "
                       f"index would be a traced int32. Use the index only in arithmetic, "
                       f"comparisons and array indexing to stage it", stacklevel=3)
-
-
-# A loop run as Python for its index's sake warns past this many iterations: its
-# compile time grows with the trip count.
-WARN_TRIPS = 100
 
 
 def _python_number_used(uses, state, names, fns) -> str | None:
@@ -898,7 +890,7 @@ def _check_exiting(closed, carry, k0: int, n: int) -> None:
 
 
 @_lifted_for
-def _traced_seq_for(seq: TracedSeq, body, state, names, extra_test):
+def _traced_seq_for(seq: TracedSeq, plan: Plan, body, state, names, extra_test):
     def test(k, *s):
         more = k < seq.length
         if extra_test is not None:
@@ -911,7 +903,7 @@ def _traced_seq_for(seq: TracedSeq, body, state, names, extra_test):
 
     outside = OuterState((body, extra_test), state, names)
     out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
-                        ("<loop index>",) + tuple(names), Steps(None), loop="for")
+                        ("<loop index>",) + tuple(names), plan, loop="for")
     changed = outside.changed()
     if changed is not None:
         outside.restore()  # its trip count is traced: Python cannot run it
