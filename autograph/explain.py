@@ -37,8 +37,15 @@ from autograph.converters import (
     while_statements,
 )
 from autograph.naming import Namer
-from autograph.runtime.checkpointed import CHECKPOINTS
-from autograph.runtime.loops import PYTHON_TRIPS
+from autograph.runtime.loop_plan import (
+    CHECKPOINTS,
+    PYTHON_TRIPS,
+    Form,
+    Iterated,
+    Plan,
+    plan_for,
+    plan_while,
+)
 
 # as in the pipeline: counters are found before the jump passes move their steps
 _JUMP_PASSES = (loop_counters, continue_statements, break_statements, return_statements)
@@ -65,6 +72,8 @@ class Block:
       runtime: how it runs, in Python or with ``lax``.
       depends: which arguments decide that.
       under_grad: for a loop, how reverse-mode ``jax.grad`` differentiates it.
+      plans: for a loop, how it runs once something it touches is traced:
+        ``(when, plan)`` pairs of ``runtime.loop_plan`` plans, the usual case first.
     """
 
     kind: str
@@ -80,6 +89,7 @@ class Block:
     runtime: str = ""
     depends: str = ""
     under_grad: str = ""
+    plans: tuple[tuple[str, Plan], ...] = ()
 
 
 @dataclasses.dataclass
@@ -381,17 +391,17 @@ class _Describer:
             if rewritten != test and extra is None:
                 early = (f"; the jump lowering makes its test `{rewritten}`, so it also stops "
                          f"once a `break` or `return` inside has run")
-            staged = "`lax.while_loop`"
             options = _loop_options(node.body, self.directives)
-            if "maximum_iterations" in options:
-                staged = ("`lax.while_loop` that stops after `maximum_iterations` steps "
-                          "(`set_loop_options`)")
+            block.plans, counter = self._while_plans(node, options, block.carried_in)
             block.runtime = (f"a Python `while` as long as `{test}` is a Python value; from "
-                             f"the first test that is traced, the rest runs as {staged}"
+                             f"the first test that is traced, the rest runs as "
+                             + _cases((when, f"{plan.form.value} ({plan.reason})")
+                                      for when, plan in block.plans)
                              + early + _python_state_note(origin or node, staged=True))
             block.depends = self._dep_clause(
                 rewritten, self._depends(_reads(node.test) | _reads(extra), deps))
-            block.under_grad = self._while_under_grad(node, options, block.carried_in)
+            block.under_grad = _cases((when, _under_grad(plan, counter))
+                                      for when, plan in block.plans)
             return
         iterable = origin.iter if origin is not None else node.iter
         it_text = self._text(iterable)
@@ -399,39 +409,41 @@ class _Describer:
         func = iterable.func.id if (isinstance(iterable, gast.Call)
                                     and isinstance(iterable.func, gast.Name)) else None
         why = index_uses.python_use(origin if origin is not None else node)
-        if why:
-            block.runtime = (
-                f"a Python loop, as `jax.jit` unrolls it, whatever is traced: {why}, so a "
-                f"staged index (a traced int32) would change what the body computes; "
-                f"use the index only in arithmetic, comparisons and array indexing to let "
-                f"a long loop stage as one `lax.scan`" + early)
-        elif func == "range":
-            block.runtime = (
-                "a Python loop while the bounds are Python ints and the loop state holds "
-                f"no traced value, and always when at most {PYTHON_TRIPS} iterations are left "
-                f"(as `jax.jit` unrolls it, the index a Python int); once the state is "
-                f"traced, more remaining iterations run as one `lax.scan` (the trip count is "
-                f"static) unless a number the body computes from the index alone would "
-                f"differ from Python's (an integer past its dtype, a division by zero), "
-                f"which runs as Python; with a traced bound, as `lax.while_loop`" + early)
+        exits = extra is not None
+        if func == "range":
+            block.plans = _static_plans(_literal_trips(iterable), why, exits)
+            if _literal_trips(iterable) is None:
+                block.plans += (("with a traced bound", plan_for(Iterated.TRACED_RANGE)),)
+            before = ("a Python loop while the bounds are Python ints and the loop state holds "
+                      "no traced value; once the state is traced, ")
+        elif isinstance(iterable, _PYTHON_ITERABLES):
+            block.plans = (("", plan_for(Iterated.OTHER)),)
+            before = f"a Python loop while neither `{it_text}` nor the loop state is traced; "
         else:
             via = (f" (`{func}` of ranges and arrays stays stageable)"
                    if func in ("enumerate", "zip", "reversed") else "")
-            block.runtime = (
-                f"a Python loop while neither `{it_text}` nor the loop state is traced; "
-                f"when `{it_text}` is an array{via} and it or the state is traced, more "
-                f"than {PYTHON_TRIPS} remaining iterations run as one `lax.scan` over its "
-                f"leading axis "
-                f"(fewer run as the Python loop `jax.jit` unrolls); a list, "
-                f"tuple, dict or other iterable always runs as a Python loop (unrolled "
-                f"under `jax.jit`)" + early)
-        if not why:
+            block.plans = tuple((f"when `{it_text}` is an array{via} and it or the state is "
+                                 f"traced, {when}", plan)
+                                for when, plan in _static_plans(None, why, exits))
+            block.plans += (("when it is a list, tuple, dict or other iterable",
+                             plan_for(Iterated.OTHER)),)
+            before = f"a Python loop while neither `{it_text}` nor the loop state is traced; "
+        if why:
+            before = ""
+        block.runtime = before + _ways(block.plans) + early
+        if any(p.form in (Form.SCAN, Form.EXITING_SCAN) for _, p in block.plans):
+            block.runtime += (
+                "; a staged body whose numbers computed from the index alone would differ "
+                "from Python's (an integer past its dtype, a division by zero), or that "
+                "`lax.scan` cannot trace, runs as the Python loop after all")
+        if why:
+            block.runtime += ("; use the index only in arithmetic, comparisons and array "
+                              "indexing to let a long loop stage as one `lax.scan`")
+        else:
             block.runtime += _python_state_note(origin if origin is not None else node)
         if func == "range" and not why:
-            block.under_grad = (
-                "as it runs: unrolled or `lax.scan`, which `jax.grad` differentiates step by "
-                "step (with `break` or `return`, a masked `lax.scan`); with traced bounds, "
-                "the `lax.while_loop` " + _CHECKPOINTED)
+            block.under_grad = "; ".join(f"{when}, {_under_grad(plan)}" if when
+                                         else _under_grad(plan) for when, plan in block.plans)
         clauses = [self._dep_clause(it_text, self._depends(_reads(node.iter), deps))]
         if block.carried_in:
             state = ", ".join(f"`{n}`" for n in block.carried_in)
@@ -440,35 +452,88 @@ class _Describer:
                            + (", ".join(f"`{a}`" for a in args) if args else "no argument"))
         block.depends = "; ".join(clauses)
 
-
-    def _while_under_grad(self, node: gast.While, options: dict[str, str], state) -> str:
-        """How reverse mode differentiates the staged `while` (see runtime/loops.while_stmt)."""
-        if "checkpoints" in options:
-            return (f"with checkpoints: the backward pass keeps {options['checkpoints']} "
-                    f"copies of the loop state (`set_loop_options(checkpoints=...)`) and "
-                    f"recomputes the steps between them; memory does not grow with the trip "
-                    f"count")
-        if "maximum_iterations" in options:
-            return (f"as a masked `lax.scan` of {options['maximum_iterations']} steps "
-                    f"(`maximum_iterations`), whose backward pass keeps what every step "
-                    f"computed")
+    def _while_plans(self, node: gast.While, options: dict[str, str], state):
+        """The plans of a staged `while` (see ``runtime.loop_plan.plan_while``), with when
+        each holds, and the counter that bounds it or None."""
+        if options:  # the converter passes no counter then
+            return (("", plan_while(maximum_iterations=options.get("maximum_iterations"),
+                                    checkpoints=options.get("checkpoints"))),), None
         body, _ = while_statements.loop_options(node.body, self.directives)
         bound = while_statements.counter_bound(node, body, state)
-        if bound is not None:
-            name, limit = bound.elts[0].value, self._text(bound.elts[2].body)
-            return (f"as a masked `lax.scan` of as many steps as the counter `{name}` allows "
-                    f"where it starts as a Python int and its limit `{limit}` is one (the "
-                    f"backward pass keeps what every step computed); otherwise it "
-                    f"{_CHECKPOINTED}{_HOW_MANY}")
-        return _CHECKPOINTED[len("differentiates "):] + _HOW_MANY
+        if bound is None:
+            return (("", plan_while()),), None
+        name, limit = bound.elts[0].value, self._text(bound.elts[2].body)
+        counted = plan_while(counter_trips=f"the trips `{name}` has left before `{limit}`")
+        return ((f"where `{name}` starts as a Python int and its limit `{limit}` is one",
+                 counted), ("otherwise", plan_while())), name
 
 
-_CHECKPOINTED = (
-    f"differentiates with checkpoints: the backward pass keeps {CHECKPOINTS} copies of the "
-    f"loop state (fewer for a state over 2 MiB) and recomputes the steps between them, so its "
-    f"memory does not grow with the trip count")
-_HOW_MANY = "; `set_loop_options(checkpoints=S)` sets how many copies"
+# literal iterables of Python values, which no array can be
+_PYTHON_ITERABLES = (gast.List, gast.Tuple, gast.Dict, gast.Set, gast.ListComp, gast.DictComp,
+                     gast.SetComp, gast.GeneratorExp)
 
+
+def _literal_trips(call: gast.Call) -> int | None:
+    """The trip count of ``range(...)`` with int literal arguments, or None."""
+    args = [a.value for a in call.args if isinstance(a, gast.Constant)]
+    if len(args) != len(call.args) or call.keywords or not all(type(a) is int for a in args):
+        return None
+    try:
+        return len(range(*args))
+    except (TypeError, ValueError):  # `range()`, `range(0, 1, 0)`: the loop raises instead
+        return None
+
+
+def _static_plans(trips: int | None, why: str | None, exits: bool):
+    """The plans of a `for` over a static sequence of ``trips`` iterations (None:
+    unknown here), with when each holds."""
+    if trips is not None:
+        return (("", plan_for(Iterated.STATIC, trips, python_index=why, exits=exits)),)
+    short = plan_for(Iterated.STATIC, PYTHON_TRIPS, python_index=why, exits=exits)
+    long = plan_for(Iterated.STATIC, PYTHON_TRIPS + 1, python_index=why, exits=exits)
+    if short.form is long.form:
+        return (("whatever is traced", long),)
+    return ((f"with at most {PYTHON_TRIPS} iterations left", short),
+            (f"with more than {PYTHON_TRIPS}", long))
+
+
+def _ways(plans) -> str:
+    """What the plans say, as one clause: ``form (reason)``, each after when it holds."""
+    return "; ".join(f"{when + ', ' if when else ''}{plan.form.value} ({plan.reason})"
+                     for when, plan in plans)
+
+
+def _cases(cases) -> str:
+    """``(when, what)`` pairs as one clause: the first case's condition after it (so the
+    clause starts with what happens), the others' before."""
+    parts = []
+    for k, (when, what) in enumerate(cases):
+        parts.append(f"{what} {when}" if k == 0 and when else f"{when}, {what}" if when else what)
+    return "; ".join(parts)
+
+
+def _under_grad(plan: Plan, counter: str | None = None) -> str:
+    """How reverse-mode ``jax.grad`` differentiates a loop run as ``plan`` says."""
+    if plan.form is Form.CHECKPOINTED:
+        if plan.checkpoints is not None:
+            return (f"with checkpoints: the backward pass keeps {plan.checkpoints} copies of "
+                    f"the loop state (`set_loop_options(checkpoints=...)`) and recomputes the "
+                    f"steps between them; memory does not grow with the trip count")
+        return (f"with checkpoints: the backward pass keeps {CHECKPOINTS} copies of the loop "
+                f"state (fewer for a state over 2 MiB) and recomputes the steps between them, "
+                f"so its memory does not grow with the trip count; "
+                f"`set_loop_options(checkpoints=S)` sets how many copies")
+    if plan.form is Form.BOUNDED and plan.test_bounds:
+        return (f"as a masked `lax.scan` of as many steps as the counter `{counter}` allows "
+                f"(the backward pass keeps what every step computed)")
+    if plan.form is Form.BOUNDED:
+        return (f"as a masked `lax.scan` of {plan.maximum} steps (`maximum_iterations`), whose "
+                f"backward pass keeps what every step computed")
+    if plan.form is Form.EXITING_SCAN:
+        return "as a masked `lax.scan`, whose backward pass keeps what every step computed"
+    if plan.form is Form.SCAN:
+        return "as the `lax.scan`, step by step"
+    return "step by step, as the Python loop ran"
 
 def _loop_options(body, directives: directive_calls.Resolver) -> dict[str, str]:
     """The keywords of a leading ``set_loop_options(...)`` call, as source text."""

@@ -137,7 +137,7 @@ def plan_for(iterated: Iterated, trips: int | None = None, *, python_index: str 
 
 
 def plan_while(*, maximum_iterations: Any = None, checkpoints: Any = None,
-               counter_trips: int | None = None) -> Plan:
+               counter_trips: Any = None) -> Plan:
     """How a staged `while` loop runs.
 
     Args:
@@ -145,15 +145,15 @@ def plan_while(*, maximum_iterations: Any = None, checkpoints: Any = None,
       checkpoints: ``set_loop_options(checkpoints=S)``, or None.
       counter_trips: the most iterations a counter that bounds the loop
         allows (``while i < 10``, ``i`` and the limit Python ints), or None.
+        ``explain``, which runs nothing, passes a description of them.
 
     Returns:
       The plan: ``BOUNDED`` with a most-iterations count (given, or a
       counter's) and no ``checkpoints``, else ``CHECKPOINTED``.
     """
     if maximum_iterations is None and counter_trips is not None:
-        return Plan(Form.BOUNDED, "a counter the test compares allows at most "
-                                  f"{counter_trips} iterations", maximum=counter_trips,
-                    test_bounds=True)
+        return Plan(Form.BOUNDED, "a counter its test compares bounds its trip count",
+                    maximum=counter_trips, test_bounds=True)
     if maximum_iterations is None:
         return Plan(Form.CHECKPOINTED, "its trip count is known only when the program runs",
                     checkpoints=checkpoints)

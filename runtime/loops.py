@@ -485,7 +485,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             if python_index is not None and long and st_any_traced((state, seq.xs)):
                 _note_python_loop(python_index, seq.n)
             return _python_for(_items_from(seq, k), body, state, names, extra_test)
-        if plan.form is Form.EXITING_SCAN:
+        if plan.form is Form.EXITING_SCAN and extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
                 return _scan_for(seq, k, body, state, names, extra_test)

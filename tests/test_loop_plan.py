@@ -1,7 +1,13 @@
 """The loop plan: how a loop runs, decided before tracing, and shared by the runtime and explain."""
 
+import inspect
+
+import jax
+import jax.extend.core as jax_core
 import pytest
 
+import autograph
+from autograph import explain, parsing
 from autograph.runtime.loop_plan import (
     PYTHON_TRIPS,
     UNROLL_LIMIT,
@@ -74,3 +80,123 @@ def test_plan_while(kwargs, form, maximum, test_bounds, checkpoints):
 def test_plans_are_values():
     assert plan_for(STATIC, 20) == plan_for(STATIC, 20)
     assert hash(plan_while(maximum_iterations=3)) == hash(plan_while(maximum_iterations=3))
+
+
+# ---------------------------------------------------------------------------
+# explain says what the runtime does
+
+
+def for_16(x):
+    for i in range(16):
+        x = x * 1.5
+    return x
+
+
+def for_17(x):
+    for i in range(17):
+        x = x * 1.5
+    return x
+
+
+def for_17_break(x):
+    for i in range(17):
+        if x > 100.0:
+            break
+        x = x * 1.5
+    return x
+
+
+def for_17_formatted(x):
+    total = x
+    for i in range(17):
+        total = total + len(f"w{i}")
+    return total
+
+
+def for_traced_range(x, n):
+    for i in range(n):
+        x = x * 1.5
+    return x
+
+
+def for_list(x):
+    for w in [1.0, 2.0, 3.0]:
+        x = x * w
+    return x
+
+
+def while_unbounded(x):
+    while x < 10.0:
+        x = x * 2.0
+    return x
+
+
+def while_maximum(x):
+    while x < 10.0:
+        autograph.set_loop_options(maximum_iterations=8)
+        x = x * 2.0
+    return x
+
+
+def while_counter(x):
+    i = 0
+    while x < 10.0 and i < 5:
+        x = x * 2.0
+        i += 1
+    return x
+
+
+def while_checkpoints(x):
+    while x < 10.0:
+        autograph.set_loop_options(checkpoints=16)
+        x = x * 2.0
+    return x
+
+
+def _primitives(jaxpr, out=None) -> set[str]:
+    out = set() if out is None else out
+    for eqn in jaxpr.eqns:
+        out.add(eqn.primitive.name)
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else (param,):
+                if isinstance(sub, jax_core.ClosedJaxpr):
+                    _primitives(sub.jaxpr, out)
+                elif isinstance(sub, jax_core.Jaxpr):
+                    _primitives(sub, out)
+    return out
+
+
+def _explained_plan(fn, when):
+    """The plan explain gives the one loop of ``fn`` in the case ``when`` names (or
+    its first), for a traced loop state."""
+    parsed = parsing.parse_function(fn)
+    source = "".join(inspect.findsource(fn)[0])
+    exp = explain.explain_function(parsed.node, fn.__name__, parsed.filename, source)
+    (block,) = [b for b in exp.blocks if b.kind in ("for", "while")]
+    return next(plan for said, plan in block.plans if when in said)
+
+
+@pytest.mark.parametrize("fn, args, when, form", [
+    (for_16, (1.0,), "", Form.UNROLLED),
+    (for_17, (1.0,), "", Form.SCAN),
+    (for_17_break, (1.0,), "", Form.EXITING_SCAN),
+    (for_17_formatted, (1.0,), "", Form.UNROLLED),
+    (for_traced_range, (1.0, 3), "traced bound", Form.CHECKPOINTED),
+    (for_list, (1.0,), "", Form.PYTHON),
+    (while_unbounded, (1.0,), "", Form.CHECKPOINTED),
+    (while_maximum, (1.0,), "", Form.BOUNDED),
+    (while_counter, (1.0,), "Python int", Form.BOUNDED),
+    (while_checkpoints, (1.0,), "", Form.CHECKPOINTED),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_explain_states_the_form_the_runtime_runs(fn, args, when, form):
+    assert _explained_plan(fn, when).form is form
+    converted = autograph.convert(fn)
+    ran = _primitives(jax.make_jaxpr(converted)(*args).jaxpr)
+    grad = _primitives(jax.make_jaxpr(jax.grad(converted))(*args).jaxpr)
+    if form in (Form.PYTHON, Form.UNROLLED):
+        assert "scan" not in ran and "while" not in ran
+    elif form is Form.SCAN:
+        assert "scan" in ran and "while" not in ran
+    else:  # a `lax.while_loop`, which reverse mode differentiates as the form says
+        assert "while" in ran and "scan" not in ran
+        assert ("checkpointed_while" in grad) == (form is Form.CHECKPOINTED)
