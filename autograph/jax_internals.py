@@ -69,7 +69,7 @@ __all__ = [
     "OLDEST", "VERSION", "ArrayImpl", "is_concrete", "convert_element_type", "trace_to_jaxpr",
     "cpp_jit_builder", "jit_info", "jit_cache_miss", "is_unspecified", "output_runtime_tokens",
     "exclude_from_tracebacks", "CALLBACK_LOGGERS", "backends_started",
-    "has_gloo_collectives", "allow_stop_gradient_transpose",
+    "has_gloo_collectives", "enable_x64", "allow_stop_gradient_transpose",
 ]
 
 
@@ -199,6 +199,17 @@ CALLBACK_LOGGERS = ("jax._src.debugging", "jax._src.callback")
 def exclude_from_tracebacks(path: str) -> None:
     """Asks JAX to drop frames under ``path`` from the tracebacks of errors it filters."""
     _traceback_util.register_exclusion(path)
+
+
+# -- public API that moved -------------------------------------------------------------
+
+def enable_x64(enabled: bool = True):
+    """``jax.enable_x64(enabled)``, a context manager (JAX before 0.8 has it as
+    ``jax.experimental.enable_x64``)."""
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(enabled)
+    from jax import experimental  # pragma: no cover - JAX before 0.8
+    return experimental.enable_x64(enabled)  # pragma: no cover
 
 
 # -- processes ------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from jax import lax
 from loops import time_calls  # benchmarks/loops.py: per-call time of one round
 
 import autograph
+from autograph import jax_internals
 
 STATE = 1000  # elements of the loop state in the memory and time measurements
 MEMORY_STEPS = 100_000
@@ -112,7 +113,7 @@ PROGRAMS = {  # name: (function, [arguments for about 1, 10, 1000 (, 100000) tri
 def gradients(quick: bool = False) -> list[dict]:
     """Each program's gradient, converted and jitted against eager through Python."""
     rows = []
-    with jax.enable_x64(True):
+    with jax_internals.enable_x64(True):
         for name, (fn, cases) in PROGRAMS.items():
             for args in cases[:3] if quick else cases:
                 args = jax.tree.map(jnp.float64, args)

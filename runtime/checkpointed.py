@@ -203,7 +203,7 @@ def _without_effects(closed: jax_core.ClosedJaxpr) -> jax_core.ClosedJaxpr | Non
     eqns = [e for e in jaxpr.eqns if not (e.effects and not e.outvars)]
     if any(e.effects for e in eqns):
         return None
-    return jax_core.ClosedJaxpr(jaxpr.replace(eqns=eqns, effects=jax_core.no_effects),
+    return jax_core.ClosedJaxpr(jaxpr.replace(eqns=eqns, effects=type(jaxpr.effects)()),
                                 closed.consts)
 
 

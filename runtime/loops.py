@@ -308,7 +308,8 @@ def _traced_shape(e: TypeError, loop: str) -> errors.LoopStateError | None:
     if _TRACED_SHAPE not in text:
         return None
     shape = text.split(_TRACED_SHAPE, 1)[1].split("\n", 1)[0].rstrip(".")
-    shape = re.sub(r"\w*Tracer\((.*?)\)", r"\1", shape)  # JitTracer(int32[]) -> int32[]
+    # JitTracer(int32[]) and JitTracer<~int32[]> -> int32[]
+    shape = re.sub(r"\w*Tracer[(<]~?(.*?)[)>]", r"\1", shape)
     location = errors.innermost_user_location(e)
     variable = None if location is None else _made_name(location.text)
     made, fixed = (f"`{variable}`",) * 2 if variable else ("an array", "the array")

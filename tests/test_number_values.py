@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph import BranchError, LoopStateError
+from autograph import BranchError, LoopStateError, jax_internals
 from tests.helpers import _line
 
 
@@ -111,7 +111,7 @@ def test_branch_int_beyond_int32_is_an_error_naming_it():
 
 
 def test_branch_int_beyond_int32_with_64_bit_types():
-    with jax.enable_x64(True):
+    with jax_internals.enable_x64(True):
         jf = jax.jit(autograph.convert(huge_marker))
         for x in (np.int32(3), np.int32(-3)):
             _same(jf(jnp.asarray(x)), huge_marker(x), jnp.int64)

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import autograph
+from autograph import jax_internals
 
 
 def grows(x):
@@ -307,7 +308,7 @@ def _spellings(fn):
 def test_grad_through_a_loop_with_no_bound_is_the_python_loop_gradient(name, trips):
     # in float64, so that the comparison is of the derivative, not of rounding
     fn, cases = PROGRAMS[name]
-    with jax.enable_x64(True):
+    with jax_internals.enable_x64(True):
         args = jax.tree.map(jnp.float64, cases[trips])
         want, n = jax.grad(fn, argnums=(0, 1), has_aux=True)(*args)  # the Python loop
         assert 0.7 * trips <= n <= 1.3 * trips
@@ -466,7 +467,7 @@ def test_set_loop_options_checkpoints():
 
 
 def test_forward_over_reverse():
-    with jax.enable_x64(True):
+    with jax_internals.enable_x64(True):
         want = jax.hessian(_unbounded_with(1.3))(0.5)
         got = jax.jit(jax.hessian(autograph.convert(_unbounded_with(1.3))))(0.5)
         np.testing.assert_allclose(got, want, rtol=1e-9)
@@ -478,7 +479,7 @@ def test_second_derivatives_under_vmap():
             x = x * a + jnp.sin(x)
         return jnp.sum(x)
 
-    with jax.enable_x64(True):
+    with jax_internals.enable_x64(True):
         xs = jnp.array([[0.5, 0.2], [1.0, 2.0], [3.0, -1.0]])  # 4 to 8 steps
         for derivative in (functools.partial(jax.hessian, argnums=(0, 1)),
                            functools.partial(jax.jacrev, argnums=(0, 1))):
