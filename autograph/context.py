@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from autograph.directive_calls import Resolver
-from autograph.naming import Namer
+from autograph.naming import Namer, Role
 
 
 @dataclasses.dataclass
@@ -30,12 +30,17 @@ class Context:
     super_args: tuple[str, str] | None = None
     class_name: str | None = None
     directives: Resolver = dataclasses.field(default_factory=Resolver)
-    # Flags set by lowered jumps (`did_break`, ...): a value left unassigned on
-    # a path where one of them is set is never read, since the rest is guarded.
-    jump_flags: set = dataclasses.field(default_factory=set)
     # Names a converted `if` or loop may leave unassigned (it got ag__.Undefined):
     # the user's later reads of them are checked, as Python checks every read.
     maybe_undefined: set = dataclasses.field(default_factory=set)
-    # Names that hold a function's return value (`retval`): their role, passed to
-    # the runtime for its messages, never guessed from the name.
-    return_values: set = dataclasses.field(default_factory=set)
+
+    def role(self, name: str) -> Role | None:
+        """The role the namer recorded for a generated name, or None (a user's name)."""
+        return self.namer.roles.get(name)
+
+    def is_jump_flag(self, name: str) -> bool:
+        """Whether ``name`` is a flag set by a lowered jump (``did_break``, ...): a
+        value left unassigned on a path where it is set is never read, since the
+        rest is guarded."""
+        role = self.namer.roles.get(name)
+        return role is not None and role.jump is not None

@@ -147,6 +147,41 @@ class UndefinedVariableError(AutographError, UnboundLocalError):
     """
 
 
+# Generated code carries values of its own beside the user's variables (the
+# function's return value, a loop's index, the Flax objects a block updates).
+# A message about one names what it is, never a generated name (`retval`), so
+# these labels are made here and nowhere else; the runtime puts them where a
+# variable name would go.
+
+
+class Label(str):
+    """What a value generated code carries is, standing in for a variable name in
+    messages; :func:`quoted` shows it as it is, not in backticks."""
+
+    __slots__ = ()
+
+
+RETURN_VALUE = Label("the return value")
+LOOP_INDEX = Label("the loop index")
+OBJECTS = Label("the Flax objects the block updates")
+
+
+def quoted(name: str) -> str:
+    """A variable name (or an attribute, ``c.total``) in backticks, as messages show
+    it; a ``Label`` or another description as it is."""
+    if isinstance(name, Label) or not all(p.isidentifier() for p in name.split(".")):
+        return name
+    return f"`{name}`"
+
+
+def returning(names: tuple[str, ...], returns: int | None) -> tuple[str, ...]:
+    """``names`` with the one at position ``returns`` (the slot that holds the
+    function's return value, as generated code says) given its label."""
+    if returns is None:
+        return names
+    return names[:returns] + (RETURN_VALUE,) + names[returns + 1:]
+
+
 # Source maps of converted code: generated filename -> (line map, default).
 _SOURCE_MAPS: dict[str, tuple[Mapping[int, Location], Location]] = {}
 

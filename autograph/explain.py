@@ -36,7 +36,7 @@ from autograph.converters import (
     return_statements,
     while_statements,
 )
-from autograph.naming import Namer
+from autograph.naming import Namer, Role
 from autograph.runtime.loop_plan import (
     CHECKPOINTS,
     PYTHON_TRIPS,
@@ -51,7 +51,6 @@ from autograph.runtime.loop_plan import (
 _JUMP_PASSES = (loop_counters, continue_statements, break_statements, return_statements)
 _BLOCKS = (gast.If, gast.While, gast.For)
 _MARK = "_autograph_explain_user"  # set on the user's own `if`/`while`/`for` nodes
-_JUMP_KINDS = (("did_continue", "continue"), ("did_break", "break"), ("did_return", "return"))
 
 
 @dataclasses.dataclass
@@ -129,7 +128,7 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     kept = {_key(n) for n in _walk(node) if getattr(n, _MARK, False)}
     lines = source.splitlines()
     blocks: list[Block] = []
-    _Describer(blocks, lines, source, user_nodes, user_tests, kept, generated,
+    _Describer(blocks, lines, source, user_nodes, user_tests, kept, ctx.namer.roles,
                directives).function(
         node, qualname, {})
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
@@ -176,13 +175,12 @@ def _identifiers(node) -> set[str]:
 
 
 def _generated_role(name: str, ctx: Context) -> str | None:
-    """What a name the jump passes made stands for, from the roles they recorded."""
-    if name in ctx.return_values:
+    """What a name the jump passes made stands for, from the role they recorded."""
+    role = ctx.role(name)
+    if role is Role.RETURN_VALUE:
         return "the function's return value"
-    if name in ctx.jump_flags:
-        for prefix, jump in _JUMP_KINDS:  # the namer's base name for each kind of flag
-            if name == prefix or name.startswith(prefix + "_"):
-                return f"flag: a `{jump}` has run"
+    if role is not None:
+        return f"flag: a `{role.jump}` has run"
     return None
 
 
@@ -256,7 +254,7 @@ def _dependencies(fn: gast.FunctionDef, outer: dict[str, frozenset]) -> dict[str
 
 
 class _Describer:
-    def __init__(self, blocks, lines, source, user_nodes, user_tests, kept, generated,
+    def __init__(self, blocks, lines, source, user_nodes, user_tests, kept, roles,
                  directives):
         self.directives = directives
         self.blocks = blocks
@@ -265,7 +263,7 @@ class _Describer:
         self.user_nodes = user_nodes
         self.user_tests = user_tests
         self.kept = kept
-        self.generated = generated
+        self.roles = roles  # generated name -> naming.Role
 
     def function(self, fn: gast.FunctionDef, qualname: str, outer_deps: dict) -> None:
         deps = _dependencies(fn, outer_deps)
@@ -327,9 +325,9 @@ class _Describer:
         return block
 
     def _why_generated(self, node) -> str:
-        flags = [n for n in _reads(node.test) if n in self.generated]
-        for prefix, jump in _JUMP_KINDS:
-            if any(f == prefix or f.startswith(prefix + "_") for f in flags):
+        jumps = {self.roles[n].jump for n in _reads(node.test) if n in self.roles}
+        for jump in ("continue", "break", "return"):
+            if jump in jumps:
                 return f"added by the `{jump}` lowering: what follows runs only if no `{jump}` ran"
         return "added by the jump lowering"
 
@@ -338,15 +336,14 @@ class _Describer:
         block.carried_in, block.carried_out, block.local = (state.params, state.outputs,
                                                             state.local)
         outputs = state.outputs
-        block.sets_return = any(self.generated.get(n, "").endswith("return value")
-                                for n in outputs)
+        block.sets_return = any(self.roles.get(n) is Role.RETURN_VALUE for n in outputs)
 
     def _loop(self, node, block: Block, locals_) -> None:
         state = carried.loop_state(node, locals_)  # what the loop converters lower it with
         block.carried_in = state.params
         block.carried_out = tuple(n for n in state.params if n in anno.get(node, Anno.LIVE_OUT))
         block.local = state.local  # (a `for` target is shown apart)
-        block.sets_return = any(self.generated.get(n, "").endswith("return value")
+        block.sets_return = any(self.roles.get(n) is Role.RETURN_VALUE
                                 for n in block.carried_out)
 
     # -- how it runs ------------------------------------------------------
@@ -462,7 +459,8 @@ class _Describer:
         bound = while_statements.counter_bound(node, body, state)
         if bound is None:
             return (("", plan_while()),), None
-        name, limit = bound.elts[0].value, self._text(bound.elts[2].body)
+        # ag__.Bound(position, op, lambda: limit, step)
+        name, limit = state[bound.args[0].value], self._text(bound.args[2].body)
         counted = plan_while(counter_trips=f"the trips `{name}` has left before `{limit}`")
         return ((f"where `{name}` starts as a Python int and its limit `{limit}` is one",
                  counted), ("otherwise", plan_while())), name

@@ -8,14 +8,34 @@ always converts to the same bytes.
 
 from __future__ import annotations
 
+import enum
 from typing import Iterable
 
 import gast
 
 
+class Role(enum.Enum):
+    """What a generated name holds, recorded when the name is handed out.
+
+    Passes, ``explain`` and the operator calls they emit read the role, never
+    the name: a user variable called ``did_break`` is just a variable.
+    """
+
+    BREAK_FLAG = "break"  # the value: the jump a flag records
+    CONTINUE_FLAG = "continue"
+    RETURN_FLAG = "return"
+    RETURN_VALUE = "return value"  # the function's result, set by a lowered `return`
+
+    @property
+    def jump(self) -> str | None:
+        """The keyword whose having run a flag records, or None for other roles."""
+        return None if self is Role.RETURN_VALUE else self.value
+
+
 class Namer:
     def __init__(self, taken: Iterable[str] = ()):
         self._taken = set(taken)
+        self.roles: dict[str, Role] = {}  # the generated names that hold a role
 
     @classmethod
     def for_tree(cls, tree: gast.AST, kinds: set | None = None) -> "Namer":
@@ -44,10 +64,13 @@ class Namer:
             push_children(node, stack.append)
         return cls(taken)
 
-    def new(self, base: str) -> str:
+    def new(self, base: str, role: Role | None = None) -> str:
+        """A fresh name from ``base``; ``role``, if given, is recorded for it."""
         name, n = base, 0
         while name in self._taken:
             n += 1
             name = f"{base}_{n}"
         self._taken.add(name)
+        if role is not None:
+            self.roles[name] = role
         return name

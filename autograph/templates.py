@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import gast
 
 from autograph import anno
+from autograph.naming import Role
 
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _LOC_FIELDS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
@@ -255,13 +256,14 @@ def cell_params(state, captured, namer, origin):
     return params, shared_cells(tuple(copies), {n: copies[n] for n in copies}, origin)
 
 
-def with_returns(stmts: list[gast.stmt], names, return_values) -> list[gast.stmt]:
-    """Adds ``returns=(...)`` to the operator call ending ``stmts`` when some of
-    ``names`` hold the function's return value (a role the runtime's messages
-    name, never guessed from the variable's name)."""
-    returns = tuple(n for n in names if n in return_values)
-    if returns:
-        call = stmts[-1].value
-        call.keywords.append(gast.keyword(arg="returns", value=literal(returns)))
+def with_returns(stmts: list[gast.stmt], names, roles: Mapping[str, Role]) -> list[gast.stmt]:
+    """Adds ``returns=k`` to the operator call ending ``stmts`` when ``names[k]``
+    holds the function's return value (``roles``: the namer's), so the runtime's
+    messages say so by its position, never by the variable's name."""
+    for k, n in enumerate(names):
+        if roles.get(n) is Role.RETURN_VALUE:
+            call = stmts[-1].value
+            call.keywords.append(gast.keyword(arg="returns", value=literal(k)))
+            break
     return stmts
 

@@ -29,6 +29,7 @@ import gast
 from autograph import anno, jumps, templates
 from autograph.anno import Anno
 from autograph.context import Context
+from autograph.naming import Role
 from autograph.transformer import Converter
 
 NODES = (gast.While, gast.For,)  # the pass is skipped when the tree has none
@@ -112,8 +113,7 @@ class _Transformer(Converter):
         orelse, node.orelse = node.orelse, []
         if not jumps.contains(node.body, lambda n: isinstance(n, gast.Break), False):
             return [node] + orelse
-        jump = _Break(self.ctx.namer.new("did_break"))
-        self.ctx.jump_flags.add(jump.flag)
+        jump = _Break(self.ctx.namer.new("did_break", Role.BREAK_FLAG))
         node.body, _, _ = jumps.lower(node.body, jump)
         add_loop_test(node, not_flag(jump.flag))
         out = [jumps.flag_set(jump.flag, False, node), node]

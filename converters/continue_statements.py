@@ -17,6 +17,7 @@ import gast
 
 from autograph import jumps
 from autograph.context import Context
+from autograph.naming import Role
 from autograph.transformer import Converter
 
 NODES = (gast.Continue,)  # the pass is skipped when the tree has none
@@ -37,8 +38,7 @@ class _Transformer(Converter):
         self.generic_visit(node)  # inner loops first: their `continue`s are theirs
         if not jumps.contains(node.body, lambda n: isinstance(n, gast.Continue), False):
             return node
-        jump = _Continue(self.ctx.namer.new("did_continue"))
-        self.ctx.jump_flags.add(jump.flag)
+        jump = _Continue(self.ctx.namer.new("did_continue", Role.CONTINUE_FLAG))
         body, _, _ = jumps.lower(node.body, jump)
         if jump.flag_read:
             node.body = [jumps.flag_set(jump.flag, False, node)] + body

@@ -40,6 +40,7 @@ import gast
 
 from autograph import jumps, templates
 from autograph.context import Context
+from autograph.naming import Role
 from autograph.transformer import Converter
 
 from .break_statements import add_loop_test, not_flag
@@ -50,7 +51,8 @@ EMITS = (gast.If, gast.UnaryOp, gast.BoolOp, gast.Compare, gast.Raise, gast.Retu
 REQUIRES = ()
 
 # the flag that records each kind of jump, in the order they are taken after the `finally:`
-_FLAGS = ((gast.Return, "try_return"), (gast.Break, "try_break"), (gast.Continue, "try_continue"))
+_FLAGS = ((gast.Return, "try_return", Role.RETURN_FLAG), (gast.Break, "try_break", Role.BREAK_FLAG),
+          (gast.Continue, "try_continue", Role.CONTINUE_FLAG))
 
 _CATCH = templates.Template("""
     try:
@@ -157,8 +159,7 @@ class _Transformer(Converter):
         epilogue: list[gast.stmt] = []
         if exits:
             kinds = {type(e) for e in exits}
-            flags = {kind: namer.new(flag) for kind, flag in _FLAGS if kind in kinds}
-            self.ctx.jump_flags.update(flags.values())
+            flags = {kind: namer.new(flag, role) for kind, flag, role in _FLAGS if kind in kinds}
             value = namer.new("try_value") if gast.Return in kinds else None
             inner, _, _ = jumps.lower(inner, _Exit(flags, value, exits))
             prologue += [jumps.flag_set(f, False, node) for f in flags.values()]

@@ -128,7 +128,7 @@ class Lowering(FunctionScopes):
                       NAMES=templates.literal(state))
         if extra is None:
             return stmts + with_plan(with_returns(_CALL.substitute(node, **common), state,
-                                                   self.ctx.return_values), node)
+                                                   self.ctx.namer.roles), node)
         test_params, test_shared = cell_params(state, self.captured, namer, node)
         test = _TEST.substitute(node, TEST_FN=test_fn, PARAMS=test_params, TEST=extra,
                                 SHARED=test_shared or [gast.Pass()])
@@ -137,7 +137,7 @@ class Lowering(FunctionScopes):
         stmts = mark_generated(test) + stmts  # the test first, as for `while`
         return stmts + with_plan(with_returns(
             _CALL_TEST.substitute(node, TEST_FN=test_fn, **common), state,
-            self.ctx.return_values), node)
+            self.ctx.namer.roles), node)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

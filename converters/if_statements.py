@@ -18,8 +18,10 @@ name no path has bound yet, or that the branches do not read, is passed as
 ``ag__.Undefined('y')`` so the runtime can say which variable a branch left
 unset. With no `else`, ``None`` stands for a branch that hands its
 parameters back unchanged. When
-outputs include flags of lowered jumps (``did_return``), ``exits=`` names
-them: a variable left unassigned on a path that has jumped is never read.
+outputs include flags of lowered jumps (``did_return``), ``exits=`` gives
+their positions among the outputs: a variable left unassigned on a path that
+has jumped is never read. ``returns=k`` says that the k-th output holds the
+function's return value (see ``templates.with_returns``).
 """
 
 from __future__ import annotations
@@ -90,7 +92,9 @@ class Lowering(FunctionScopes):
             carried_in = (anno.get(loop, Anno.BODY_LIVE_IN) or frozenset()) - anno.get(
                 loop, Anno.DEFINED_IN)
             unbound |= set(outputs) & carried_in
-        exits = tuple(o for o in outputs if o in self.ctx.jump_flags) if unbound else ()
+        # positions of the jump flags among the outputs
+        exits = tuple(k for k, o in enumerate(outputs) if self.ctx.is_jump_flag(o)) \
+            if unbound else ()
         if outputs:
             args = dict(OUTPUTS=outputs, TEST=node.test, TRUE_FN=true_fn, FALSE_FN=false_ref,
                         INIT=init, NAMES=templates.literal(outputs))
@@ -98,7 +102,7 @@ class Lowering(FunctionScopes):
                 stmts += _CALL_EXITS.substitute(node, EXITS=templates.literal(exits), **args)
             else:
                 stmts += _CALL.substitute(node, **args)
-            stmts = with_returns(stmts, outputs, self.ctx.return_values)
+            stmts = with_returns(stmts, outputs, self.ctx.namer.roles)
         else:
             stmts += _CALL_NO_OUTPUTS.substitute(node, TEST=node.test, TRUE_FN=true_fn,
                                                  FALSE_FN=false_ref, INIT=init)

@@ -1,11 +1,12 @@
 """Item assignment that works on JAX arrays too: ``x[i] = v`` rebinds ``x``.
 
     x[i] = v            ->   x = ag__.setitem(x, i, v)
-    x[i, j] += v        ->   x = ag__.setitem(x, (i, j), v, op='+')
+    x[i, j] += v        ->   x = ag__.setitem(x, (i, j), v, op=ag__.operator.iadd)
     x[i][j] = v         ->   x = ag__.setitem(x, i, ag__.setitem(x[i], j, v))
     self.buf[k] = v     ->   ag__.setitem_attr(self, 'buf', k, v)
     x[f()][j] += v      ->   index = f()
-                             x = ag__.setitem(x, index, ag__.setitem(x[index], j, v, op='+'))
+                             x = ag__.setitem(x, index, ag__.setitem(x[index], j, v,
+                                                                     op=ag__.operator.iadd))
     a, x[i] = u, v      ->   (a, value) = (u, v)
                              x = ag__.setitem(x, i, value)
 
@@ -48,9 +49,12 @@ from autograph.transformer import Converter
 NODES = (gast.Subscript,)  # the pass is skipped when the tree has none
 REQUIRES = ()  # a function's local names are computed only when one of its items is stored
 
-_OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
-        gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@", gast.BitAnd: "&", gast.BitOr: "|",
-        gast.BitXor: "^", gast.LShift: "<<", gast.RShift: ">>"}
+# an augmented assignment's operator, as the in-place function of Python's `operator`
+_OPS = {kind: templates.Template(f"ag__.operator.{name}") for kind, name in (
+    (gast.Add, "iadd"), (gast.Sub, "isub"), (gast.Mult, "imul"), (gast.Div, "itruediv"),
+    (gast.FloorDiv, "ifloordiv"), (gast.Mod, "imod"), (gast.Pow, "ipow"),
+    (gast.MatMult, "imatmul"), (gast.BitAnd, "iand"), (gast.BitOr, "ior"),
+    (gast.BitXor, "ixor"), (gast.LShift, "ilshift"), (gast.RShift, "irshift"))}
 
 _SET = templates.Template("ag__.setitem(OBJ, INDEX, VALUE)")
 _SET_ATTR = templates.Template("ag__.setitem_attr(OBJ, ATTR, INDEX, VALUE)")
@@ -419,7 +423,8 @@ class _Lowering:
     def statements(self) -> list[gast.stmt]:
         """The bindings, then the (nested) ``ag__.setitem`` call."""
         store, origin, last = self.store, self.origin, len(self.store.slices) - 1
-        op = None if store.op is None or _READ in self.bound else _OPS[type(store.op)]
+        op = None if store.op is None or _READ in self.bound else _OPS[
+            type(store.op)].substitute_expr(origin)
         new = self.use(_READ, self.use(_VALUE, store.value))
         for k in range(last, 0, -1):
             call = _SET.substitute_expr(origin, OBJ=self.container(k), INDEX=self.index(k),

@@ -26,6 +26,7 @@ import gast
 
 from autograph import jumps, templates
 from autograph.context import Context
+from autograph.naming import Role
 from autograph.transformer import Converter
 
 from .break_statements import add_loop_test, not_flag
@@ -89,9 +90,8 @@ class _Transformer(Converter):
         self.generic_visit(node)  # nested functions first; their returns are theirs
         if not _needs_lowering(node.body):
             return node
-        jump = _Return(self.ctx.namer.new("did_return"), self.ctx.namer.new("retval"))
-        self.ctx.jump_flags.add(jump.flag)
-        self.ctx.return_values.add(jump.retval)
+        jump = _Return(self.ctx.namer.new("did_return", Role.RETURN_FLAG),
+                       self.ctx.namer.new("retval", Role.RETURN_VALUE))
         # a path that ends in `raise` returns nothing, but does not fall off the end
         ends = jumps.never_completes(node.body)
         body, _, always = jumps.lower(node.body, jump)

@@ -7,7 +7,7 @@
                                      i = i + 1
                                      return (acc, i)
                                  (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'),
-                                                            bound=('i', '<', lambda: n, 1))
+                                                            bound=ag__.Bound(1, ag__.operator.lt, lambda: n, 1))
 
 The loop carries exactly the names its body modifies that are live at the
 loop's head: read by the test, by a later iteration, or after the loop.
@@ -17,18 +17,19 @@ statement (in any spelling: ``set_loop_options(...)`` imported from
 autograph, ``ag.set_loop_options(...)``, an alias) becomes
 ``opts={'maximum_iterations': N}``.
 
-A counter that bounds the loop is passed on as ``bound=(name, op, limit,
-step)``: a conjunct of the test compares a carried name with a limit the
-body does not assign (``i < 8``, ``k <= n_max``, ``count != 100``), and the
-body moves that name by a constant step on every path (one ``i += 1`` among
-its top-level statements, no other assignment to ``i``). When reverse-mode
-differentiation meets the loop, ``while_stmt`` uses it to stage the loop as
-the bounded, differentiable form (a masked ``lax.scan``)::
+A counter that bounds the loop is passed on as ``bound=ag__.Bound(position,
+op, limit, step)``, with the counter's position in the state and the
+comparison as a function of ``operator``: a conjunct of the test compares a
+carried name with a limit the body does not assign (``i < 8``, ``k <= n_max``,
+``count != 100``), and the body moves that name by a constant step on every
+path (one ``i += 1`` among its top-level statements, no other assignment to
+``i``). When reverse-mode differentiation meets the loop, ``while_stmt`` uses
+it to stage the loop as the bounded, differentiable form (a masked ``lax.scan``)::
 
     while err > tol and i < 50:   ->   ... = ag__.while_stmt(loop_test, loop_body, (err, i, x),
         x = step(x)                          names=('err', 'i', 'x'),
-        err = residual(x)                    bound=('i', '<', lambda: 50, 1))
-        i += 1
+        err = residual(x)                    bound=ag__.Bound(1, ag__.operator.lt,
+        i += 1                                                    lambda: 50, 1))
 """
 
 from __future__ import annotations
@@ -62,10 +63,11 @@ _CALL_OPTS = templates.Template(
     "STATE = ag__.while_stmt(TEST_FN, BODY_FN, INIT, names=NAMES, opts=OPTS)")
 _CALL_BOUND = templates.Template(
     "STATE = ag__.while_stmt(TEST_FN, BODY_FN, INIT, names=NAMES, bound=BOUND)")
-_BOUND = templates.Template("(NAME, OP, lambda: LIMIT, STEP)")
-
-_OPS = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.NotEq: "!="}
-_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+# the counter's comparison, as the function of Python's `operator` module
+_OPS = {gast.Lt: "lt", gast.LtE: "le", gast.Gt: "gt", gast.GtE: "ge", gast.NotEq: "ne"}
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "ne": "ne"}
+_BOUNDS = {op: templates.Template(f"ag__.Bound(INDEX, ag__.operator.{op}, lambda: LIMIT, STEP)")
+           for op in _OPS.values()}
 
 
 def _conjuncts(test: gast.expr):
@@ -127,7 +129,8 @@ def _dotted(node) -> tuple[str, ...] | None:
 
 
 def counter_bound(node: gast.While, body: list[gast.stmt], state) -> gast.expr | None:
-    """``(name, op, lambda: limit, step)`` for a counter that bounds the loop, or None."""
+    """``ag__.Bound(position, op, lambda: limit, step)`` for a counter that bounds the
+    loop (``position``: where it is in ``state``), or None."""
     for conj in _conjuncts(node.test):
         if not (isinstance(conj, gast.Compare) and len(conj.ops) == 1
                 and type(conj.ops[0]) in _OPS):
@@ -153,9 +156,8 @@ def counter_bound(node: gast.While, body: list[gast.stmt], state) -> gast.expr |
             found = [c for c in steps if c is not None]
             if len(found) != 1 or stores != 1 or found[0] == 0:
                 continue
-        return _BOUND.substitute_expr(node, NAME=templates.literal(name),
-                                      OP=templates.literal(op), LIMIT=limit,
-                                      STEP=templates.literal(found[0]))
+        return _BOUNDS[op].substitute_expr(node, INDEX=templates.literal(state.index(name)),
+                                           LIMIT=limit, STEP=templates.literal(found[0]))
     return None
 _CALL_NO_STATE = templates.Template(
     "ag__.while_stmt(TEST_FN, BODY_FN, (), names=())")
@@ -206,7 +208,7 @@ class Lowering(FunctionScopes):
         else:
             call = _CALL_OPTS.substitute(node, STATE=state, INIT=init, NAMES=names, OPTS=opts,
                                          **common)
-        return stmts + with_plan(with_returns(call, state, self.ctx.return_values), node,
+        return stmts + with_plan(with_returns(call, state, self.ctx.namer.roles), node,
                                  "while_stmt")
 
 

@@ -5,6 +5,7 @@ semantics; traced values are staged with ``lax``.
 """
 
 import builtins as _python
+import operator  # generated code names comparisons and in-place operators by these functions
 
 from . import builtins, calls
 from .builtins import in_
@@ -12,7 +13,7 @@ from .calls import converted_call
 from .conditionals import if_exp, if_stmt
 from .items import setitem, setitem_attr
 from .logical import and_, not_, or_
-from .loops import enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
+from .loops import Bound, enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
 from .patterns import (
     has_match_attrs,
     is_mapping,
@@ -28,7 +29,7 @@ from .values import Undefined, UndefinedReturn, ld, outer_assigned
 
 __all__ = [
     "converted_call", "in_", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
-    "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
+    "for_stmt", "Bound", "operator", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
     "UndefinedReturn", "print_", "assert_", "ld", "raised", "in_flight", "outer_assigned",
     "setitem", "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format",
     "percent_format",

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograph import errors
+from autograph.errors import quoted as _q
 
 from . import key_order
 from . import state as st
@@ -81,14 +82,14 @@ class Carry:
                 detail = st.difference(before, value, name)
                 raise errors.LoopStateError(
                     f"a variable carried by a staged `{self.loop}` loop must keep its structure",
-                    observed=f"`{name}` is "
+                    observed=f"{_q(name)} is "
                              f"{describe(before) if not is_undefined(before) else 'unassigned'} "
                              f"before the loop but {describe(value)} after one iteration"
                              + (f" ({detail})" if detail else "")
                              + ("; only a list that is itself a loop variable can grow, by "
                                 "`append`" if detail and " items vs " in detail else ""),
                     variable=name,
-                    fix=f"give `{name}` its final structure (list length, keys, None-ness) "
+                    fix=f"give {_q(name)} its final structure (list length, keys, None-ness) "
                         f"before the loop")
             moved = key_order.reordered(treedef, out_treedef)
             if moved is not None:
@@ -111,10 +112,10 @@ class Carry:
                     if not st.same_static(leaf, fixed_at[i]):
                         raise errors.LoopStateError(
                             f"a Python value carried by a staged `{self.loop}` loop cannot change",
-                            observed=f"`{name}` is {describe(fixed_at[i])} before the loop but "
+                            observed=f"{_q(name)} is {describe(fixed_at[i])} before the loop but "
                                      f"{describe(leaf)} after one iteration",
                             variable=name,
-                            fix=f"make `{name}` an array, or compute it outside the loop")
+                            fix=f"make {_q(name)} an array, or compute it outside the loop")
                     continue
                 x_in = next(it)
                 checked = self._check_leaf(name, x_in, leaf, self.starts[len(result)])
@@ -127,16 +128,16 @@ class Carry:
         if not st.is_carryable(leaf):
             raise errors.LoopStateError(
                 f"a variable carried by a staged `{self.loop}` loop must stay an array",
-                observed=f"`{name}` is {describe(x_in)} before the loop but {describe(leaf)} "
+                observed=f"{_q(name)} is {describe(x_in)} before the loop but {describe(leaf)} "
                          f"after one iteration", variable=name,
-                fix=f"keep `{name}` an array in the loop body")
+                fix=f"keep {_q(name)} an array in the loop body")
         a_in, a_out = st.aval_of(x_in), st.aval_of(leaf)
         if a_in.shape != a_out.shape:
             raise errors.LoopStateError(
                 f"a variable carried by a staged `{self.loop}` loop must keep its shape",
-                observed=f"`{name}` has shape {a_in.shape} before the loop, but shape "
+                observed=f"{_q(name)} has shape {a_in.shape} before the loop, but shape "
                          f"{a_out.shape} after one iteration", variable=name,
-                fix=f"give `{name}` its final shape before the loop (e.g. preallocate with "
+                fix=f"give {_q(name)} its final shape before the loop (e.g. preallocate with "
                     f"`jnp.zeros` and write with `.at[i].set(...)`)")
         if a_in.dtype != a_out.dtype:
             if a_out.weak and not a_in.weak and self._joint(name, a_in, a_out) == a_in.dtype:
@@ -148,11 +149,11 @@ class Carry:
             if not a_in.weak:
                 raise errors.LoopStateError(
                     f"a variable carried by a staged `{self.loop}` loop must keep its dtype",
-                    observed=f"`{name}` is {a_in.dtype.name} before the loop but "
+                    observed=f"{_q(name)} is {a_in.dtype.name} before the loop but "
                              f"{a_out.dtype.name} after one iteration; the eager result's dtype "
                              f"would depend on the number of iterations",
                     variable=name,
-                    fix=f"cast `{name}` before the loop, e.g. `{name} = jnp.asarray({name}, "
+                    fix=f"cast {_q(name)} before the loop, e.g. `{name} = jnp.asarray({name}, "
                         f"jnp.{a_out.dtype.name})`")
         return st.as_array(leaf)
 
@@ -163,10 +164,10 @@ class Carry:
         except st.NumberOverflow as e:
             raise errors.LoopStateError(
                 f"a Python number carried by a staged `{self.loop}` loop must keep its value",
-                observed=f"`{name}` is the Python int {e.number}, which no integer dtype holds "
+                observed=f"{_q(name)} is the Python int {e.number}, which no integer dtype holds "
                          f"while 64-bit types are off",
                 variable=name,
-                fix=f"make `{name}` a float, or enable 64-bit types "
+                fix=f"make {_q(name)} a float, or enable 64-bit types "
                     f"(`jax.config.update('jax_enable_x64', True)`)") from e
 
     def _refuse_narrowing(self, name, a_in, a_out):
@@ -187,14 +188,14 @@ class Carry:
         kind = "int" if isinstance(number, int) else type(number).__name__
         raise errors.LoopStateError(
             f"a Python number carried by a staged `{self.loop}` loop must keep its value",
-            observed=(f"`{name}` starts as the Python {kind} {number!r}, and one iteration makes "
+            observed=(f"{_q(name)} starts as the Python {kind} {number!r}, and one iteration makes "
                       f"it {narrow.dtype.name}" if narrow is a_out else
-                      f"`{name}` is {narrow.dtype.name} before the loop, and one iteration sets "
+                      f"{_q(name)} is {narrow.dtype.name} before the loop, and one iteration sets "
                       f"it to the Python {kind} {number!r}")
                      + f"; {narrow.dtype.name} cannot hold {number!r}, so staged it would "
                        + ("wrap around" if kind == "int" else "overflow to infinity"),
             variable=name,
-            fix=f"give `{name}` a dtype that holds both before the loop, e.g. `{name} = "
+            fix=f"give {_q(name)} a dtype that holds both before the loop, e.g. `{name} = "
                 f"jnp.asarray({name}, jnp.{joint.name})`")
 
 
@@ -225,9 +226,9 @@ def _undefined_names(values, names):
 def _loop_undefined_error(name, loop, reason):
     return errors.LoopStateError(
         f"a variable first assigned inside a staged `{loop}` loop must be defined before it",
-        observed=f"`{name}` is first assigned in the loop body, and {reason}",
+        observed=f"{_q(name)} is first assigned in the loop body, and {reason}",
         variable=name,
-        fix=f"initialize `{name}` before the loop (e.g. `{name} = jnp.zeros(...)`)")
+        fix=f"initialize {_q(name)} before the loop (e.g. `{name} = jnp.zeros(...)`)")
 
 
 def infer_undefined(step, values, names, loop):
@@ -243,8 +244,7 @@ def infer_undefined(step, values, names, loop):
                 continue
             for leaf in jax.tree_util.tree_leaves(v, is_leaf=is_undefined):
                 if not st.is_carryable(leaf) and not is_undefined(leaf):
-                    label = "the return value" if isinstance(values[names.index(n)],
-                                                             UndefinedReturn) else f"`{n}`"
+                    label = _q(n)
                     raise errors.LoopStateError(
                         f"a staged `{loop}` loop can only produce arrays",
                         observed=f"{label} is {describe(leaf)}, set inside a loop whose "

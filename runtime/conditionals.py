@@ -36,8 +36,8 @@ from .values import (
 
 def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
             false_fn: Callable[..., Sequence[Any]] | None, init: Sequence[Any], *,
-            names: Sequence[str], exits: Sequence[str] = (),
-            returns: Sequence[str] = ()) -> tuple:
+            names: Sequence[str], exits: Sequence[int] = (),
+            returns: int | None = None) -> tuple:
     """Runs a converted `if` statement, in Python or as ``lax.cond``.
 
     The semantics are given by this Python implementation::
@@ -63,10 +63,11 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
         `else` (the variables keep their values).
       init: the values the branches start from: ``names`` first.
       names: the variables the branches return, for error messages.
-      exits: those among ``names`` that flag a lowered ``return``/``break``/
-        ``continue`` (the code after it runs only where the flag is false).
-      returns: the one among ``names`` that holds the function's return value
-        (so messages call it that, whatever its name).
+      exits: the positions among ``names`` of the flags of a lowered
+        ``return``/``break``/``continue`` (the code after it runs only where
+        the flag is false).
+      returns: the position among ``names`` of the function's return value
+        (so messages call it that, whatever its name), or None.
 
     Returns:
       The values of ``names`` after the `if`, as a tuple.
@@ -83,36 +84,35 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
         if false_fn is not None:
             return tuple(false_fn(*init))
         return tuple(init[:len(names)])
-    init, names = tuple(init), tuple(names)
+    init, names, exits = tuple(init), errors.returning(tuple(names), returns), tuple(exits)
     lifted = objects.lift(init, (true_fn, false_fn), "`if`")
     if lifted is not None:  # Flax objects a branch updates: carried, written back
         n = len(names)
         return lifted.finish(_staged(
             c, lifted.wrap(true_fn, n_out=n), lifted.wrap(false_fn, n_out=n),
-            lifted.tokens(init) + (lifted.state,), names + (objects.OBJECTS,), tuple(exits),
-            tuple(returns)))
+            lifted.tokens(init) + (lifted.state,), names + (errors.OBJECTS,), exits))
     # attributes the branches assign on the objects they reach: carried, set after
     attrs = attributes.find(init, (true_fn, false_fn), names, "`if`")
     outside = OuterState((true_fn, false_fn), init, names, in_place=True,
                          owned=frozenset() if attrs is None else attrs.ids())
     out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_updating(
-        c, wrap(true_fn), wrap(false_fn), values, labels, tuple(exits), tuple(returns)),
+        c, wrap(true_fn), wrap(false_fn), values, labels, exits),
         init, names)
     _refuse_outside_changes(outside)
     return out
 
 
-def _staged_updating(pred, true_fn, false_fn, init, names, exits, returns):
+def _staged_updating(pred, true_fn, false_fn, init, names, exits):
     """``_staged``, with the lists and dicts the branches are given but do not return
     written back where a branch updates them in place (see ``in_place.BranchInputs``)."""
     inputs = in_place.BranchInputs(init, len(names), true_fn)
     if not inputs.positions:
-        return _staged(pred, true_fn, false_fn, init, names, exits, returns)
+        return _staged(pred, true_fn, false_fn, init, names, exits)
     for forced in (False, True):
         order = inputs.start(forced)
         try:
             out = _staged(pred, inputs.wrap(true_fn), inputs.wrap(false_fn), order,
-                          names + inputs.labels_handed(), exits, returns)
+                          names + inputs.labels_handed(), exits)
         except Exception:
             if forced or inputs.agree():
                 raise
@@ -274,7 +274,7 @@ class _Branch:
         return pred if self.is_true else jnp.logical_not(pred)
 
 
-def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
+def _staged(pred, true_fn, false_fn, init, names, exits=()):
     # Each branch's Python runs exactly once, into a jaxpr; the `lax.cond` is then
     # built from the jaxprs (with casts where the branches' outputs differ in
     # dtype or Python-ness). Running a branch again would make an `elif` chain
@@ -316,7 +316,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
             return _staged_with_raise(pred, branch, other, init, names)
     assert true.record is not None and false.record is not None  # neither raised
     _refuse_one_sided_update(true, false, names)
-    _refuse_reordered_keys(true.record, false.record, names, returns)
+    _refuse_reordered_keys(true.record, false.record, names)
     # one branch hands on a variable that may be unassigned, the other assigns it:
     # both hand on a `MaybeUndefined` there
     flagged = _flagged_outputs(true.record.values, false.record.values)
@@ -334,7 +334,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=(), returns=()):
                 arrays = lax.cond(pred, run_true, run_false)
         return in_place.write_back(init, _rebuild_like(
             true.record, _strong_where_either(arrays, sig_t, sig_f)), true.kept & false.kept)
-    spec = _merge(t_rec, f_rec, names, exits, returns)
+    spec = _merge(t_rec, f_rec, names, exits)
     # A variable one branch leaves unassigned after a jump (`break`) may still be
     # read after the loop: it comes out as a `MaybeUndefined`, whose flag says
     # whether the branch that ran assigned it.
@@ -386,7 +386,7 @@ def _refuse_one_sided_update(true: _Branch, false: _Branch, names) -> None:
             f"one on both")
 
 
-def _refuse_reordered_keys(t: _Record, f: _Record, names, returns) -> None:
+def _refuse_reordered_keys(t: _Record, f: _Record, names) -> None:
     """A dict the branches leave with its keys in two orders: which one the program
     takes is known only when it runs, and the order is not a value staged code holds."""
     for name, (tt, _), (tf, _) in zip(names, t.flat, f.flat):
@@ -394,8 +394,9 @@ def _refuse_reordered_keys(t: _Record, f: _Record, names, returns) -> None:
         if hit is None:
             continue
         where, keys_t, keys_f = hit
-        d = "d" if name in returns else name + where
-        label = (_RETURN_VALUE + (f" at `{where}`" if where else "") if name in returns
+        returned = name == errors.RETURN_VALUE
+        d = "d" if returned else name + where
+        label = (name + (f" at `{where}`" if where else "") if returned
                  else f"`{name}{where}`")
         raise errors.BranchError(
             "a dict must have its keys in one order after an array-dependent `if`",
@@ -403,7 +404,7 @@ def _refuse_reordered_keys(t: _Record, f: _Record, names, returns) -> None:
                      f"but {list(keys_f)} after the false branch; staged, which branch ran is "
                      f"known only when the program runs, and the order of the keys is not a "
                      f"value it computes",
-            variable=f"{name}{where}" if name not in returns else _RETURN_VALUE,
+            variable=name if returned else f"{name}{where}",
             fix=f"put the keys in the same order on both branches (`{d}[k] = v` keeps the "
                 f"place of a key `{d}` has; `{d}.pop(k)` then `{d}[k] = v` moves it to the "
                 f"end), or rebuild the dict in one order after the `if`")
@@ -529,31 +530,26 @@ def _rebuild_like(rec, arrays):
 
 
 
-_RETURN_VALUE = "the return value"
+_q = errors.quoted
 
 
-def _q(name: str) -> str:
-    """A variable name (or an attribute, ``c.total``) in backticks; a description (not a
-    name) as it is."""
-    return f"`{name}`" if all(part.isidentifier() for part in name.split(".")) else name
-
-
-def _jumped(record: _Record, names, exits) -> bool:
+def _jumped(record: _Record, exits) -> bool:
     """Whether a branch certainly took a lowered jump (an exit flag is True)."""
-    return any(record.values[names.index(e)] is True for e in exits)
+    return any(record.values[k] is True for k in exits)
 
 
-def _merge(t: _Record, f: _Record, names, exits=(), returns=()) -> list[NameSpec]:
-    """One spec per output that both branches' outputs can be cast to."""
+def _merge(t: _Record, f: _Record, names, exits=()) -> list[NameSpec]:
+    """One spec per output that both branches' outputs can be cast to.
+
+    ``names`` hold the labels of what generated code carries (the return
+    value: ``errors.returning``), so messages name it by its role."""
     spec = []
-    # in messages, the function's return value is named by its role, not its name
-    labels = [_RETURN_VALUE if n in returns else n for n in names]
-    for name, vt, vf, (tt, lt), (tf, lf) in zip(labels, t.values, f.values, t.flat, f.flat):
+    for name, vt, vf, (tt, lt), (tf, lf) in zip(names, t.values, f.values, t.flat, f.flat):
         # assigned on one branch only, where either branch leaves the loop or the
         # function (`r = i; break`): it comes out as a `MaybeUndefined` (see
         # `_staged`), read later only under a check of its flag
         unread = (is_undefined(vt) != is_undefined(vf)) and (
-            _jumped(t, names, exits) or _jumped(f, names, exits))
+            _jumped(t, exits) or _jumped(f, exits))
         if isinstance(vt, UndefinedReturn) or isinstance(vf, UndefinedReturn) or unread:
             defined = (tf, lf) if is_undefined(vt) else (tt, lt)
             if is_undefined(vt) and is_undefined(vf):
@@ -624,13 +620,13 @@ def _leaf_spec(name, a, b) -> LeafSpec:
 
 def _structure_error(name, vt, vf):
     detail = st.difference(vt, vf, _q(name).strip("`"))
-    if name == _RETURN_VALUE and (vt is None or vf is None):
+    if name == errors.RETURN_VALUE and (vt is None or vf is None):
         missing = "true" if vt is None else "false"
         return errors.BranchError(
             "every path of a function must return a value when the path depends on arrays",
             observed=f"one path returns {describe(vf if vt is None else vt)} while the path "
                      f"through the {missing} branch returns nothing (None)",
-            variable="the return value",
+            variable=name,
             fix="add a `return` on every path (for example at the end of the function)")
     return errors.BranchError(
         "a variable must have the same structure on both branches of an array-dependent `if`",

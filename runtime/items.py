@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -12,28 +12,28 @@ import numpy as np
 from .in_place import refuse_numpy_update
 from .values import Tracer
 
-_BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-           "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "@": operator.matmul,
-           "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
-           ">>": operator.rshift}
-_INPLACE = {"+": operator.iadd, "-": operator.isub, "*": operator.imul, "/": operator.itruediv,
-            "//": operator.ifloordiv, "%": operator.imod, "**": operator.ipow,
-            "@": operator.imatmul, "&": operator.iand, "|": operator.ior, "^": operator.ixor,
-            "<<": operator.ilshift, ">>": operator.irshift}
+# an in-place operator -> its binary one, for an array that cannot be updated in place
+_BINARY = {operator.iadd: operator.add, operator.isub: operator.sub,
+           operator.imul: operator.mul, operator.itruediv: operator.truediv,
+           operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
+           operator.ipow: operator.pow, operator.imatmul: operator.matmul,
+           operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
+           operator.ilshift: operator.lshift, operator.irshift: operator.rshift}
 
 
 def _is_jax_array(x) -> bool:
     return isinstance(x, (jax.Array, Tracer))
 
 
-def setitem(obj: Any, index: Any, value: Any, op: str | None = None) -> Any:
+def setitem(obj: Any, index: Any, value: Any,
+            op: Callable[[Any, Any], Any] | None = None) -> Any:
     """``obj[index] = value`` (or ``obj[index] op= value``); returns the updated object.
 
     The semantics are given by this Python implementation, for objects that
     can be updated in place::
 
         if op is not None:
-            value = obj[index] <op>= value   # the item's in-place operator
+            value = op(obj[index], value)   # the in-place operator, operator.iadd for +=
         obj[index] = value
         return obj
 
@@ -46,15 +46,15 @@ def setitem(obj: Any, index: Any, value: Any, op: str | None = None) -> Any:
       obj: the container or array assigned into.
       index: the index, slice or mask.
       value: the value assigned.
-      op: the binary operator of an augmented assignment (``"+"`` for
-        ``+=``), or None for ``=``.
+      op: the in-place operator of an augmented assignment
+        (``operator.iadd`` for ``+=``), or None for ``=``.
 
     Returns:
       ``obj`` itself, updated in place, or for a JAX array a new array.
     """
     if not _is_jax_array(obj):
         if op is not None:
-            value = _INPLACE[op](obj[index], value)
+            value = op(obj[index], value)
         obj[index] = value
         return obj
     refuse_numpy_update(obj)  # a staged loop's stand-in for a NumPy array it carries
@@ -69,7 +69,8 @@ def setitem(obj: Any, index: Any, value: Any, op: str | None = None) -> Any:
 _UNREAD = object()
 
 
-def setitem_attr(obj: Any, attr: str, index: Any, value: Any, op: str | None = None,
+def setitem_attr(obj: Any, attr: str, index: Any, value: Any,
+                 op: Callable[[Any, Any], Any] | None = None,
                  current: Any = _UNREAD) -> None:
     """``obj.attr[index] = value``: the attribute is rebound only to a new JAX array.
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import operator
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -79,31 +80,41 @@ __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_"
 
 
 class Bound(NamedTuple):
-    """A counter that bounds a `while` loop: the test holds ``name op limit()``, and
-    each iteration moves ``name`` by ``step`` (a Python int)."""
+    """A counter that bounds a `while` loop: the test holds ``op(state[position],
+    limit())``, and each iteration moves ``state[position]`` by ``step`` (a Python
+    int).
 
-    name: str
-    op: str  # "<", "<=", ">", ">=" or "!="
+    Generated code writes it as ``ag__.Bound(1, ag__.operator.lt, lambda: n, 1)``.
+    """
+
+    position: int  # where the counter is in the loop state
+    op: Callable[[Any, Any], Any]  # operator.lt, le, gt, ge or ne
     limit: Callable[[], Any]
     step: int
 
 
+# how messages write a bound's comparison
+_SYMBOLS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
+            operator.ne: "!="}
+
+
 def _names_the_return_value(loop):
-    """Makes ``loop`` take ``returns=``: which of its names holds the function's
-    return value. A carry error about that name is said of the return value: a
-    function that returns inside a staged loop must return one kind of value on
-    every path (a `return` in the loop and none after it returns ``None``)."""
+    """Makes ``loop`` take ``returns=k``: the position among its names of the
+    function's return value, which messages then call that (``errors.returning``).
+    A carry error about it is said of the function: one that returns inside a
+    staged loop must return one kind of value on every path (a `return` in the
+    loop and none after it returns ``None``)."""
     @functools.wraps(loop)
-    def run(*args, returns: Sequence[str] = (), **kwargs):
+    def run(*args, names: Sequence[str], returns: int | None = None, **kwargs):
         try:
-            return loop(*args, **kwargs)
+            return loop(*args, names=errors.returning(tuple(names), returns), **kwargs)
         except errors.LoopStateError as e:
-            if e.variable is None or e.variable not in returns:
+            if returns is None or e.variable != errors.RETURN_VALUE:
                 raise
             raise errors.LoopStateError(
                 "a function that returns inside a staged loop must return the same kind of "
                 "value on every path",
-                observed=(e.observed or "").replace(f"`{e.variable}`", "the return value"),
+                observed=e.observed,
                 location=e.location,
                 fix="return a value of that kind on the other paths too (e.g. a `return` "
                     "after the loop), or keep the result in a variable and return it after "
@@ -115,7 +126,7 @@ def _names_the_return_value(loop):
 def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                init: Sequence[Any], *, names: Sequence[str],
                opts: Mapping[str, Any] | None = None,
-               bound: tuple[str, str, Callable[[], Any], int] | None = None,
+               bound: Bound | None = None,
                python_state: Sequence[tuple[str, str]] = ()) -> tuple:
     """Runs a converted `while` loop, in Python or as ``lax.while_loop``.
 
@@ -132,8 +143,9 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     ``LoopStateError`` names it. With ``opts={'maximum_iterations': N}`` the
     staged loop stops after at most ``N`` steps.
 
-    ``bound=(name, op, limit, step)`` names a counter that bounds the loop
-    (the test holds ``name op limit()``; the body moves ``name`` by ``step``).
+    ``bound=Bound(position, op, limit, step)`` gives a counter that bounds
+    the loop (the test holds ``op(state[position], limit())``; the body moves
+    ``state[position]`` by ``step``).
     When the counter and the limit are Python ints, the loop is given as many
     most iterations as the counter allows, with no hint from the user. A loop
     with most iterations (given or inferred) runs as ``lax.while_loop`` and
@@ -150,7 +162,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
       names: the loop's variables, for error messages.
       opts: ``{'maximum_iterations': N, 'checkpoints': S}`` from
         ``autograph.set_loop_options``.
-      bound: the counter that bounds the loop, as a ``Bound``'s fields.
+      bound: the counter that bounds the loop.
       python_state: ``(name, why)`` for the names the body assigns and uses
         as Python values (``f"w{n}"``); staging a loop where one holds a
         Python number is a ``LoopStateError``, since it would be an array.
@@ -168,15 +180,13 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     # The counter moves toward its limit by one step an iteration at most (or the
     # loop exits): the trips it allows from where it starts bound the loop, also
     # once a traced `break` in an earlier iteration has made the counter traced.
-    first_trips = None if bound is None else _bounded_trips(Bound(*bound), state, names)
+    first_trips = None if bound is None else _bounded_trips(bound, state)
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
             _refuse_python_numbers(python_state, state, names, (test, body))
-            bound = None if bound is None else Bound(*bound)
-            trips = None if bound is None else _bounded_trips(bound, state, names)
-            if trips is None and bound is not None and is_traced(
-                    state[names.index(bound.name)]):
+            trips = None if bound is None else _bounded_trips(bound, state)
+            if trips is None and bound is not None and is_traced(state[bound.position]):
                 trips = first_trips
             plan = plan_while(maximum_iterations=(opts or {}).get("maximum_iterations"),
                               checkpoints=(opts or {}).get("checkpoints"), counter_trips=trips)
@@ -199,10 +209,11 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             if bound is not None and limit is not None and _limit_changed(bound.limit(), limit):
                 raise errors.LoopStateError(
                     "the limit of a loop's counter must not change inside the loop",
-                    observed=f"`{bound.name} {bound.op} ...` bounds the loop, and its limit "
+                    observed=f"`{names[bound.position]} {_SYMBOLS[bound.op]} ...` bounds the loop, "
+                             f"and its limit "
                              f"changed from {limit} to {_describe_limit(bound.limit())} while "
                              f"the body ran",
-                    variable=bound.name,
+                    variable=names[bound.position],
                     fix="compute the limit before the loop, in a variable the body keeps")
             changed = None if outside is None else outside.changed()
             if outside is not None and changed is not None:
@@ -256,10 +267,10 @@ def _items_from(seq: Seq, k: int):
     return (seq.element(j, seq.python_slice(j)) for j in range(k, seq.n))
 
 
-def _bounded_trips(bound: Bound, state, names) -> int | None:
+def _bounded_trips(bound: Bound, state) -> int | None:
     """The most iterations a counter-bounded loop can run, or None (not Python ints)."""
-    name, op, limit, step = bound
-    start = state[names.index(name)]
+    position, op, limit, step = bound
+    start = state[position]
     if type(start) is not int:
         return None
     end = limit()
@@ -267,13 +278,13 @@ def _bounded_trips(bound: Bound, state, names) -> int | None:
         end = int(end)
     if type(end) is not int:
         return None
-    if op in ("<", "<=") and step > 0:
-        span = end - start + (op == "<=")
+    if op in (operator.lt, operator.le) and step > 0:
+        span = end - start + (op is operator.le)
         return max(0, -(-span // step))
-    if op in (">", ">=") and step < 0:
-        span = start - end + (op == ">=")
+    if op in (operator.gt, operator.ge) and step < 0:
+        span = start - end + (op is operator.ge)
         return max(0, -(-span // -step))
-    if op == "!=" and (end - start) % step == 0 and (end - start) // step >= 0:
+    if op is operator.ne and (end - start) % step == 0 and (end - start) // step >= 0:
         return (end - start) // step
     return None
 
@@ -904,7 +915,7 @@ def _traced_seq_for(seq: TracedSeq, plan: Plan, body, state, names, extra_test):
 
     outside = OuterState((body, extra_test), state, names)
     out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
-                        ("<loop index>",) + tuple(names), plan, loop="for")
+                        (errors.LOOP_INDEX,) + tuple(names), plan, loop="for")
     changed = outside.changed()
     if changed is not None:
         outside.restore()  # its trip count is traced: Python cannot run it

@@ -32,7 +32,7 @@ from autograph import errors
 
 from .values import _cells as closure_cells
 
-OBJECTS = "<objects>"  # the name of the lifted state among the carried names
+OBJECTS = errors.OBJECTS  # the label of the lifted state among the carried names
 
 
 class _Node:

@@ -36,7 +36,14 @@ class Undefined:
     def __repr__(self) -> str:
         return f"Undefined({self.name!r})"
 
+    def _error(self) -> errors.UndefinedVariableError | None:
+        """The error a use raises, where a subclass words it otherwise."""
+        return None
+
     def _fail(self, *args, **kwargs) -> NoReturn:
+        error = self._error()  # the operators below are this function itself, not an override
+        if error is not None:
+            raise error
         where = self.where
         observed = f"no path through the code before this point assigns `{self.name}`"
         if self.deleted:
@@ -89,7 +96,17 @@ class UndefinedReturn(Undefined):
     __slots__ = ()
 
     def __init__(self):
-        super().__init__("return value")
+        super().__init__(errors.RETURN_VALUE)
+
+    def _error(self) -> errors.UndefinedVariableError:
+        where = self.where
+        return errors.UndefinedVariableError(
+            "every path of a function must return a value when the path depends on arrays",
+            observed=(f"the statement at {where.short} may end without running a `return`"
+                      if where is not None else "a path ran no `return`")
+                     + ", and the function's result is used",
+            variable=errors.RETURN_VALUE, location=errors.current_location() or where,
+            fix="add a `return` on every path (for example at the end of the function)")
 
 
 _STAGING = threading.local()
@@ -290,14 +307,14 @@ def ld(value: Any) -> Any:
         undefined = value.undefined
         where = undefined.where
         error = errors.UndefinedVariableError(
-            f"`{undefined.name}` is used before it is assigned",
-            observed=f"`{undefined.name}` is first assigned inside the loop"
+            f"{errors.quoted(undefined.name)} is used before it is assigned",
+            observed=f"{errors.quoted(undefined.name)} is first assigned inside the loop"
                      + (f" at {where.short}" if where else "")
                      + ", which ran no iteration that assigned it (it ran zero times, or "
                        "left before the assignment; known only at run time)",
             variable=undefined.name, location=errors.current_location() or where,
-            fix=f"assign `{undefined.name}` before the loop, or read it only where the loop "
-                f"has run (e.g. under `if n > 0:`)")
+            fix=f"assign {errors.quoted(undefined.name)} before the loop, or read it only "
+                f"where the loop has run (e.g. under `if n > 0:`)")
         fail_at_run_time(value.defined, error)
         return value.value
     return value

@@ -56,7 +56,7 @@ def test_golden_docstring_example_full_pipeline():
                     return (total,)
                 (total,) = ag__.if_stmt(ag__.not_(i % 2 == 0), if_true, None, (total,), names=('total',))
                 return (i, total)
-            (i, total) = ag__.while_stmt(loop_test, loop_body, (i, total), names=('i', 'total'), bound=('i', '<', lambda: n, 1))
+            (i, total) = ag__.while_stmt(loop_test, loop_body, (i, total), names=('i', 'total'), bound=ag__.Bound(0, ag__.operator.lt, lambda: n, 1))
             return total
     """)
 

@@ -27,7 +27,7 @@ from tests.helpers import assert_golden
             return x
     """, """
         def f(x, v):
-            x = ag__.setitem(x, (slice(1, 3, None), ...), v, op='+')
+            x = ag__.setitem(x, (slice(1, 3, None), ...), v, op=ag__.operator.iadd)
             x = ag__.setitem(x, 0, ag__.setitem(x[0], 1, v))
             return x
     """, id="slices, augmented, nested"),
@@ -37,7 +37,7 @@ from tests.helpers import assert_golden
             return self
     """, """
         def f(self, k, v):
-            ag__.setitem_attr(self, 'buf', k, v, op='*')
+            ag__.setitem_attr(self, 'buf', k, v, op=ag__.operator.imul)
             return self
     """, id="attribute base"),
     pytest.param("""
@@ -47,7 +47,7 @@ from tests.helpers import assert_golden
     """, """
         def f(x, f, j, v):
             index = f()
-            x = ag__.setitem(x, index, ag__.setitem(x[index], j, v, op='+'))
+            x = ag__.setitem(x, index, ag__.setitem(x[index], j, v, op=ag__.operator.iadd))
             return x
     """, id="docstring example: an index with an effect is evaluated once"),
     pytest.param("""
@@ -91,7 +91,7 @@ from tests.helpers import assert_golden
             index = next(it)
             item = m[index]
             index_1 = next(it)
-            m = ag__.setitem(m, index, ag__.setitem(item, index_1, 5, op='+'))
+            m = ag__.setitem(m, index, ag__.setitem(item, index_1, 5, op=ag__.operator.iadd))
             return m
     """, id="nested: each index once, each row read once, in order"),
     pytest.param("""
@@ -115,7 +115,7 @@ from tests.helpers import assert_golden
             index = c()
             item = b[index]
             index_1 = d()
-            ag__.setitem_attr(a, 'b', index, ag__.setitem(item, index_1, v, op='*'), current=b)
+            ag__.setitem_attr(a, 'b', index, ag__.setitem(item, index_1, v, op=ag__.operator.imul), current=b)
             return a
     """, id="attribute chain"),
     pytest.param("""
@@ -148,7 +148,7 @@ from tests.helpers import assert_golden
             return x
     """, """
         def f(x, y, i):
-            x = ag__.setitem(x, i % 4, jnp.sin(y[i]).sum(), op='+')
+            x = ag__.setitem(x, i % 4, jnp.sin(y[i]).sum(), op=ag__.operator.iadd)
             x = ag__.setitem(x, len(y), y)
             return x
     """, id="no effect to order: one call"),

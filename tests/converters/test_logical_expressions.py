@@ -146,7 +146,7 @@ def test_golden_truth_tests():
             def loop_body(x):
                 x = x + 1
                 return (x,)
-            (x,) = ag__.while_stmt(loop_test, loop_body, (x,), names=('x',), bound=('x', '<', lambda: 3, 1))
+            (x,) = ag__.while_stmt(loop_test, loop_body, (x,), names=('x',), bound=ag__.Bound(0, ag__.operator.lt, lambda: 3, 1))
             ag__.assert_(ag__.or_(x, lambda: y, test=True))
             z = ag__.and_(x, lambda: y)
             return (ag__.not_(ag__.and_(x, lambda: y, test=True)), ag__.if_exp(ag__.or_(x, lambda: y, test=True), lambda: 1, lambda: 2), z)

@@ -29,7 +29,7 @@ def test_golden_docstring_example():
                 acc = acc + x[i]
                 i = i + 1
                 return (acc, i)
-            (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'), bound=('i', '<', lambda: n, 1))
+            (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'), bound=ag__.Bound(1, ag__.operator.lt, lambda: n, 1))
             return acc
     """)
 
@@ -77,7 +77,7 @@ def test_golden_temporaries_are_not_carried():
                 acc = acc + t
                 i = i + 1
                 return (acc, i)
-            (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'), bound=('i', '<', lambda: n, 1))
+            (acc, i) = ag__.while_stmt(loop_test, loop_body, (acc, i), names=('acc', 'i'), bound=ag__.Bound(1, ag__.operator.lt, lambda: n, 1))
             return acc
     """)
 
@@ -99,7 +99,7 @@ def test_golden_variable_dead_after_loop_but_read_by_test_is_carried():
                 y = y + x
                 x = x - 1
                 return (x, y)
-            (x, y) = ag__.while_stmt(loop_test, loop_body, (x, y), names=('x', 'y'), bound=('x', '>', lambda: 1, -1))
+            (x, y) = ag__.while_stmt(loop_test, loop_body, (x, y), names=('x', 'y'), bound=ag__.Bound(0, ag__.operator.gt, lambda: 1, -1))
             return y
     """)
 
@@ -128,10 +128,10 @@ def test_golden_nested_inner_counter_not_carried_by_outer():
                     x = x + j
                     j = j + 1
                     return (j, x)
-                (j, x) = ag__.while_stmt(loop_test_1, loop_body_1, (j, x), names=('j', 'x'), bound=('j', '<', lambda: i, 1))
+                (j, x) = ag__.while_stmt(loop_test_1, loop_body_1, (j, x), names=('j', 'x'), bound=ag__.Bound(0, ag__.operator.lt, lambda: i, 1))
                 i = i + 1
                 return (i, x)
-            (i, x) = ag__.while_stmt(loop_test, loop_body, (i, x), names=('i', 'x'), bound=('i', '<', lambda: n, 1))
+            (i, x) = ag__.while_stmt(loop_test, loop_body, (i, x), names=('i', 'x'), bound=ag__.Bound(0, ag__.operator.lt, lambda: n, 1))
             return x
     """)
 
@@ -305,6 +305,6 @@ def test_golden_counter_stepped_after_a_break_keeps_its_bound():
                     return (did_break, j)
                 (did_break, j) = ag__.if_stmt(x > 10.0, if_true, if_false, (did_break, j), names=('did_break', 'j'))
                 return (did_break, j, x)
-            (did_break, j, x) = ag__.while_stmt(loop_test, loop_body, (did_break, j, x), names=('did_break', 'j', 'x'), bound=('j', '<', lambda: 30, 1))
+            (did_break, j, x) = ag__.while_stmt(loop_test, loop_body, (did_break, j, x), names=('did_break', 'j', 'x'), bound=ag__.Bound(1, ag__.operator.lt, lambda: 30, 1))
             return x
     """)
