@@ -28,6 +28,10 @@ lists, tuples, dicts, other iterables           a Python loop (unrolled)
 Carried state follows the rules in :mod:`runtime.state`; a variable whose
 type, shape or structure changes across an iteration raises
 ``LoopStateError`` naming it.
+
+Which form a loop takes is ``runtime.loop_plan``'s decision; this module runs it,
+with the staged `while` forms here and the `for` forms in ``python_loops`` and
+``scan_loops``.
 """
 
 from __future__ import annotations
@@ -36,40 +40,43 @@ import ast
 import functools
 import operator
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import jax
-import jax.extend.core as jax_core
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from autograph import errors
 
-from . import attributes, intervals, key_order, loop_plan, objects, run_time_errors
+from . import attributes, loop_plan, objects, run_time_errors
 from .bounded import counted_loop
-from .carry import Carry, KeyOrderError, TrackedList, infer_undefined, prepare_state, stabilize
+from .carry import Carry, KeyOrderError, infer_undefined, prepare_state
 from .checkpointed import checkpointed_loop
-from .conditionals import if_stmt
 from .conditions import condition
 from .in_place import InPlace
 from .index_meaning import PythonMeaningError, tracing_static_loop
-from .iterables import Seq, TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
-from .jaxprs import make_jaxpr_and_tree
+from .iterables import TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
 from .libraries import layers_made_before
 from .loop_plan import PYTHON_TRIPS as PYTHON_TRIPS  # re-exported: tests import it from here
-from .loop_plan import UNROLL_LIMIT, WARN_TRIPS, Form, Iterated, Plan, plan_for, plan_while
+from .loop_plan import UNROLL_LIMIT, Form, Iterated, Plan, plan_for, plan_while
 from .outside import OuterState
+from .python_loops import (
+    _INDEX_MAY_CAUSE,
+    _in_linen,
+    _items_from,
+    _note_python_loop,
+    _observed,
+    _python_for,
+    _python_number_used,
+    _warn_unrolled,
+    st_any_traced,
+)
+from .scan_loops import Int32OverflowError, _lifted_for, _scan_for, _stabilizer
 from .values import (
     MaybeUndefined,
-    Tracer,
     UndefinedReturn,
     flag_assigned,
     guard_when_asked,
-    is_array,
-    is_python_number,
     is_traced,
     is_undefined,
     staging,
@@ -262,11 +269,6 @@ def _changes_outside(loop: str, changed: str) -> errors.LoopStateError:
             "after it)")
 
 
-def _items_from(seq: Seq, k: int):
-    """The items of ``seq`` from index ``k`` on, for a loop that runs as Python."""
-    return (seq.element(j, seq.python_slice(j)) for j in range(k, seq.n))
-
-
 def _bounded_trips(bound: Bound, state) -> int | None:
     """The most iterations a counter-bounded loop can run, or None (not Python ints)."""
     position, op, limit, step = bound
@@ -406,13 +408,6 @@ def _staged_while_defined(test, body, state, names, plan: Plan, loop="while"):
                              int(plan.maximum), stabilize=_stabilizer(carry),
                              test_bounds=plan.test_bounds)
     return shared.finish(carry.unflatten(final, final=True))
-
-
-def _stabilizer(carry):
-    """``counted_loop``'s hook: the carry promoted to what one step makes, or None."""
-    def hook(out_avals):
-        return carry.arrays if stabilize(carry, out_avals) else None
-    return hook
 
 
 # ----------------------------------------------------------------------------
@@ -579,326 +574,6 @@ def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
     # unrolled, each step after a traced exit test is a staged branch, which carries
     # the integer as int32 all the same
     return not (isinstance(error, Int32OverflowError) and exits)
-
-
-# A body that needs its loop index as a Python value (`layers[i]`, `range(i)`)
-# cannot be traced with a traced index; such loops run unrolled instead.
-_NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
-                       IndexError)  # `x[i:i + 2]`: "Slice entries must be static integers"
-_INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionError)
-
-# Loops over a static range that run as Python because of their index (see
-# ``python_index``), with why: ``explain`` and the tests read them.
-python_loops: list[tuple[Any, str, int]] = []
-
-
-def _note_python_loop(why: str, trips: int) -> None:
-    """Remembers a loop over a static range run as Python for its index's sake; one
-    whose trip count makes unrolling costly also warns, once per place."""
-    loc = errors.current_location()
-    entry = (loc, why, trips)
-    if entry in python_loops:
-        return
-    if len(python_loops) < 64:
-        python_loops.append(entry)
-    if trips > WARN_TRIPS:
-        import warnings
-        where = f"{loc.short}: " if loc is not None else ""
-        warnings.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in Python, "
-                      f"as under plain `jax.jit`, because {why}; staged as one `lax.scan` its "
-                      f"index would be a traced int32. Use the index only in arithmetic, "
-                      f"comparisons and array indexing to stage it", stacklevel=3)
-
-
-def _python_number_used(uses, state, names, fns) -> str | None:
-    """Why the loop must run as Python: a name (or an attribute, ``self.n``) it uses
-    as a Python value starts as a Python number (see ``python_state``), or None."""
-    for name, why in uses:
-        if "." in name:  # an attribute the body assigns, carried as well
-            value = attributes.chain_value(name, state, names, fns)
-        else:
-            value = state[names.index(name)] if name in names else None
-        if is_python_number(value) or (is_array(value) and not is_traced(value)):
-            return f"{why}, and `{name}` starts as a concrete number"
-    return None
-
-
-def _observed(error) -> str:
-    """What an autograph error observed, as a clause (``the body divides by zero ...``)."""
-    lines = [ln.strip() for ln in str(error).strip().splitlines()]
-    said = next((ln[len("observed:"):].strip() for ln in lines if ln.startswith("observed:")),
-                lines[0] if lines else type(error).__name__)
-    return said
-
-
-def _warn_unrolled(error) -> None:
-    import warnings
-    loc = errors.current_location()
-    where = f"{loc.short}: " if loc is not None else ""
-    lines = str(error).strip().splitlines()
-    reason = lines[0] if lines else type(error).__name__
-    if isinstance(error, _NEEDS_PYTHON_INDEX):
-        why = (f"its body uses the loop index or item as a Python value ({reason}); iterate "
-               f"over the Python list itself, or index arrays with the traced index, to stage "
-               f"it as one `lax.scan`")
-    else:
-        if isinstance(error, errors.AutographError) and len(lines) > 1:
-            reason = next((ln.strip() for ln in lines if ln.strip().startswith("observed:")),
-                          reason)
-        why = (f"it cannot be staged as one `lax.scan` ({type(error).__name__}: {reason}); "
-               f"as under plain `jax.jit`, each iteration is traced in turn, so compile time "
-               f"grows with the trip count")
-    warnings.warn(f"{where}this `for` loop runs unrolled in Python, because {why}",
-                  stacklevel=3)
-
-
-def _in_linen() -> bool:
-    """Whether a Flax linen module's method is running (``@nn.compact`` code).
-
-    Linen creates submodules and parameters as its methods run, which a
-    staged loop body cannot do; there, a loop with a static trip count runs
-    as the Python loop linen expects (linen's own ``nn.scan`` stages one).
-    """
-    module = sys.modules.get("flax.linen.module")
-    context = getattr(module, "_context", None)
-    stack = getattr(context, "module_stack", None)
-    if not stack:
-        return False
-    return stack[-1] is not None
-
-
-def st_any_traced(tree) -> bool:
-    return any(isinstance(leaf, Tracer)
-               for leaf in jax.tree_util.tree_leaves(tree, is_leaf=is_undefined))
-
-
-def _python_for(iterable, body, state, names, extra_test):
-    for item in iterable:
-        if extra_test is not None:
-            c = condition(extra_test(*state), "a `for` loop's exit test")
-            if is_traced(c):
-                with layers_made_before("`for` loop"):
-                    state = if_stmt(c, lambda *s, item=item: body(item, *s), None, state,
-                                    names=names)
-                continue
-            if not c:
-                break
-        state = tuple(body(item, *state))
-    return state
-
-
-def _lifted_for(run):
-    """``run(seq_or_none, ..., body, state, names, extra_test)`` with Flax objects lifted,
-    or else the attributes the body assigns carried (``runtime.attributes``)."""
-    def staged(seq, *rest):
-        *lead, body, state, names, extra_test = rest
-        lifted = objects.lift(state, (body, extra_test), "`for` loop")
-        if lifted is None:
-            attrs = attributes.find(state, (body, extra_test), names, "`for` loop", leading=1)
-            return attributes.carrying(attrs, lambda wrap, values, labels: run(
-                seq, *lead, wrap(body, leading=1), values, labels,
-                None if extra_test is None else wrap(extra_test, returns_state=False)),
-                state, names)
-        return lifted.finish(run(
-            seq, *lead, lifted.wrap(body, leading=1), lifted.tokens(state) + (lifted.state,),
-            names + (objects.OBJECTS,),
-            None if extra_test is None else lifted.wrap(extra_test, returns_state=False)))
-    return staged
-
-
-@_lifted_for
-def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
-    n = seq.n - k0
-    if n <= 0:
-        return state
-    xs = None if seq.xs is None else jax.tree_util.tree_map(
-        lambda a: jnp.asarray(a)[k0:seq.n], seq.xs)
-    ks = jnp.arange(k0, seq.n, dtype=np.int32)
-    x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
-    shared = InPlace(state, names, "for")  # lists and dicts: carried once, written back
-    body, extra_test = shared.wrap(body, leading=1), shared.wrap(extra_test, returns_state=False)
-    state = prepare_state(shared.state, names, "for",
-                          lambda s: tuple(body(seq.element(ks[0], x0), *s)), may_skip=False)
-    carry = Carry(state, names, "for")
-    lists = {i: len(v) for i, v in enumerate(state) if isinstance(v, list)}
-    appended_count = {}
-
-    def one(arrays, k, x):
-        values = list(carry.unflatten(arrays))
-        before = {i: list(values[i]) for i in lists}  # the body may append in place
-        for i in lists:
-            values[i] = TrackedList(values[i])
-        out = list(flag_assigned(values, tuple(body(seq.element(k, x), *values))))
-        grown = []
-        for i, base_len in lists.items():
-            v = out[i]
-            if isinstance(v, list) and list.__len__(v) > base_len:
-                if getattr(values[i], "read", False):
-                    raise errors.LoopStateError(
-                        "a list appended to in a staged `for` loop cannot be read in the loop",
-                        observed=f"the loop body reads `{names[i]}` and appends to it; staged, "
-                                 f"the appended items exist only after the loop",
-                        variable=names[i],
-                        fix=f"carry the item you need (e.g. `last = {names[i]}[-1]` before the "
-                            f"loop, updated in the body) and append to `{names[i]}` only")
-                # growing by `insert`, `[x] + ys` or a new list is not appending,
-                # even when the old items are unchanged (an empty list has none)
-                appended = isinstance(v, TrackedList) and v.grown_by_appending(values[i])
-                v = list(list.__iter__(v))
-                if not appended or not all(a is b for a, b in zip(v[:base_len], before[i])):
-                    raise errors.LoopStateError(
-                        "a list grown in a staged `for` loop may only be appended to",
-                        observed=f"`{names[i]}` grows in one iteration other than by appending "
-                                 f"at its end",
-                        variable=names[i], fix="only append to the list inside the loop")
-                grown.append(v[base_len:])
-                appended_count[i] = len(v) - base_len
-                out[i] = before[i]
-            elif isinstance(v, TrackedList):
-                out[i] = list(list.__iter__(v))
-                grown.append([])
-            else:
-                grown.append([])
-        return carry.check(tuple(out), arrays), grown
-
-    if extra_test is not None:
-        out = _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists)
-        return shared.finish(out)
-
-    # The body's Python runs once, into a jaxpr that `lax.scan` replays. Where a
-    # weakly typed carry comes out with another dtype (`s = 0` then `s = s + x`),
-    # the carry is promoted to what the step made of it (`stabilize`, as
-    # `counted_loop` does) and the step traced again.
-    step_types: list = []  # of the last trace: (carry in, carry out) avals
-
-    def step(arrays, kx):
-        k, x = kx
-        out = one(arrays, k, x)
-        step_types[:] = [[jax.typeof(a) for a in arrays], [jax.typeof(a) for a in out[0]]]
-        return key_order.ordered(out)  # appended dicts keep their keys' order
-
-    def trace():
-        with staging():
-            return make_jaxpr_and_tree(step, carry.arrays, (ks[0], x0))
-
-    closed, out_tree = trace()
-    if not _same_types(*step_types):
-        stabilize(carry, step_types[1])
-        closed, out_tree = trace()
-    extra = [intervals.known(x) for x in jax.tree_util.tree_leaves(xs)]
-    finals = _refuse_int_overflow(closed, carry, k0, extra, seq.n - k0, to_end=True)
-    _refuse_python_mismatch(closed, carry, (k0, seq.n - 1), extra)
-    run = jax_core.jaxpr_as_fun(closed)
-
-    def replay(arrays, kx):
-        out = jax.tree_util.tree_unflatten(out_tree, run(*jax.tree_util.tree_leaves((arrays, kx))))
-        return key_order.ordered(out)
-
-    with staging():
-        final, grown = lax.scan(replay, carry.arrays, (ks, xs))
-    final = [finals.get(i, a) for i, a in enumerate(final)]  # Python ints, as under jit
-    values = list(carry.unflatten(final, final=True))
-    for (i, base_len), items in zip(lists.items(), grown):
-        if items:
-            m = appended_count[i]
-            extra = [key_order.tree_map(lambda a, k=k: a[k], items[j])
-                     for k in range(n) for j in range(m)]
-            values[i] = list(values[i]) + extra
-    return shared.finish(tuple(values))
-
-
-def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int,
-                         to_end: bool = False) -> dict[int, int]:
-    """A staged loop computes the integers it carries in int32, where the Python
-    loop ``jax.jit`` runs keeps them exact: one that would outgrow int32 within
-    the loop's first steps (``fact *= i``) is refused, and the loop runs as Python.
-
-    ``closed`` is the body's jaxpr (the carry, the step index from
-    ``first_index``, then inputs whose intervals are ``extra``), ``steps`` its
-    trip count. With ``to_end``, the loop is followed to its last step where
-    it is short enough (``intervals.FOLLOW_LIMIT``), and the carried Python
-    ints that stay exactly known are returned, by position in the carry, with
-    their final values: under ``jax.jit`` they come out of the loop as Python
-    ints (``n += 1`` then ``jnp.zeros(n)``).
-    """
-    if type(steps) is not int or type(first_index) is not int:
-        return {}  # a symbolic length (`jax.export`): no steps to follow
-    followed = intervals.follow(closed, carry.starts, len(carry.arrays), first_index, extra,
-                                steps if to_end else min(steps, intervals.STEPS))
-    if followed.overflow is None:
-        return {i: v for i, v in followed.finals.items() if i not in carry.strengthen}
-    position, bound = followed.overflow
-    name = carry.owners[position]
-    raise Int32OverflowError(
-        "an integer carried by a staged loop would outgrow int32",
-        observed=f"`{name}` reaches {intervals.describe(bound)} within the loop's "
-                 f"{steps} steps; staged, the loop computes it in "
-                 f"int32, which wraps around (a Python loop keeps it exact)",
-        variable=name,
-        fix="compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = (h * "
-            "31 + i) % m`), or run a loop short enough to run as Python")
-
-
-class Int32OverflowError(errors.LoopStateError):
-    """A carried integer would outgrow int32 (see ``_refuse_int_overflow``)."""
-
-
-def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra) -> None:
-    """A number the body computes from the index alone is a Python number under
-    ``jax.jit`` and an int32 array staged: where the two differ at some step (an
-    integer that outgrows its dtype, a division by zero), the loop runs as Python
-    (see ``intervals.python_mismatch``)."""
-    if type(index[0]) is not int or type(index[1]) is not int:
-        return
-    why = intervals.python_mismatch(closed, len(carry.arrays), index, extra)
-    if why is not None:
-        raise PythonMeaningError(
-            "a staged loop would compute its index's numbers differently from Python",
-            observed=f"the body {why}")
-
-
-
-
-def _same_types(avals_in, avals_out) -> bool:
-    """Whether a loop step's carry comes out with the shapes and dtypes it went in with."""
-    return len(avals_in) == len(avals_out) and all(
-        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_in, avals_out))
-
-
-def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
-    """A static-trip `for` with `break` or `return`: a loop that stops when it exits."""
-    def test(arrays):  # `counted_loop` makes it a boolean array
-        return condition(extra_test(*carry.unflatten(arrays)), "a `for` loop's exit test")
-
-    def body(arrays, k):
-        x = None if xs is None else jax.tree_util.tree_map(
-            lambda a: lax.dynamic_index_in_dim(a, k, keepdims=False), xs)
-        with taken_when(guard_when_asked(lambda: test(arrays), (extra_test,))):  # see above
-            new, grown = one(arrays, k + k0, x)
-        if any(grown):
-            name = names[next(i for i, g in zip(lists, grown) if g)]
-            raise errors.LoopStateError(
-                "a list cannot grow in a loop that may stop early",
-                observed=f"`{name}` is appended to in a loop with `break` or `return`, so "
-                         f"its final length is only known at run time",
-                variable=name,
-                fix="preallocate an array and write item i with `.at[i].set(...)`, "
-                    "keeping a count of the items written")
-        return new
-
-    with staging():
-        n = seq.n - k0
-        final = counted_loop(test, body, carry.arrays, n, stabilize=_stabilizer(carry),
-                             check=lambda closed: _check_exiting(closed, carry, k0, n))
-    return carry.unflatten(final, final=True)
-
-
-def _check_exiting(closed, carry, k0: int, n: int) -> None:
-    """The checks of ``_scan_for`` for the body of a loop that may stop early (its step
-    index counts from 0; the body adds ``k0``)."""
-    _refuse_int_overflow(closed, carry, 0, [], n)
-    if type(n) is int:
-        _refuse_python_mismatch(closed, carry, (0, n - 1), [])
 
 
 @_lifted_for

@@ -1,0 +1,131 @@
+"""`for` loops that run as Python: over Python iterables, short static loops, and
+static loops whose index or numbers must keep Python's meaning (``runtime.loop_plan``'s
+``PYTHON`` and ``UNROLLED`` forms), with the notes and warnings they give."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import jax
+
+from autograph import errors
+
+from . import attributes
+from .conditionals import if_stmt
+from .conditions import condition
+from .iterables import Seq
+from .libraries import layers_made_before
+from .loop_plan import WARN_TRIPS
+from .values import Tracer, is_array, is_python_number, is_traced, is_undefined
+
+
+def _items_from(seq: Seq, k: int):
+    """The items of ``seq`` from index ``k`` on, for a loop that runs as Python."""
+    return (seq.element(j, seq.python_slice(j)) for j in range(k, seq.n))
+
+
+# A body that needs its loop index as a Python value (`layers[i]`, `range(i)`)
+# cannot be traced with a traced index; such loops run unrolled instead.
+_NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
+                       IndexError)  # `x[i:i + 2]`: "Slice entries must be static integers"
+_INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionError)
+
+# Loops over a static range that run as Python because of their index (see
+# ``python_index``), with why: ``explain`` and the tests read them.
+python_loops: list[tuple[Any, str, int]] = []
+
+
+def _note_python_loop(why: str, trips: int) -> None:
+    """Remembers a loop over a static range run as Python for its index's sake; one
+    whose trip count makes unrolling costly also warns, once per place."""
+    loc = errors.current_location()
+    entry = (loc, why, trips)
+    if entry in python_loops:
+        return
+    if len(python_loops) < 64:
+        python_loops.append(entry)
+    if trips > WARN_TRIPS:
+        import warnings
+        where = f"{loc.short}: " if loc is not None else ""
+        warnings.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in Python, "
+                      f"as under plain `jax.jit`, because {why}; staged as one `lax.scan` its "
+                      f"index would be a traced int32. Use the index only in arithmetic, "
+                      f"comparisons and array indexing to stage it", stacklevel=3)
+
+
+def _python_number_used(uses, state, names, fns) -> str | None:
+    """Why the loop must run as Python: a name (or an attribute, ``self.n``) it uses
+    as a Python value starts as a Python number (see ``python_state``), or None."""
+    for name, why in uses:
+        if "." in name:  # an attribute the body assigns, carried as well
+            value = attributes.chain_value(name, state, names, fns)
+        else:
+            value = state[names.index(name)] if name in names else None
+        if is_python_number(value) or (is_array(value) and not is_traced(value)):
+            return f"{why}, and `{name}` starts as a concrete number"
+    return None
+
+
+def _observed(error) -> str:
+    """What an autograph error observed, as a clause (``the body divides by zero ...``)."""
+    lines = [ln.strip() for ln in str(error).strip().splitlines()]
+    said = next((ln[len("observed:"):].strip() for ln in lines if ln.startswith("observed:")),
+                lines[0] if lines else type(error).__name__)
+    return said
+
+
+def _warn_unrolled(error) -> None:
+    import warnings
+    loc = errors.current_location()
+    where = f"{loc.short}: " if loc is not None else ""
+    lines = str(error).strip().splitlines()
+    reason = lines[0] if lines else type(error).__name__
+    if isinstance(error, _NEEDS_PYTHON_INDEX):
+        why = (f"its body uses the loop index or item as a Python value ({reason}); iterate "
+               f"over the Python list itself, or index arrays with the traced index, to stage "
+               f"it as one `lax.scan`")
+    else:
+        if isinstance(error, errors.AutographError) and len(lines) > 1:
+            reason = next((ln.strip() for ln in lines if ln.strip().startswith("observed:")),
+                          reason)
+        why = (f"it cannot be staged as one `lax.scan` ({type(error).__name__}: {reason}); "
+               f"as under plain `jax.jit`, each iteration is traced in turn, so compile time "
+               f"grows with the trip count")
+    warnings.warn(f"{where}this `for` loop runs unrolled in Python, because {why}",
+                  stacklevel=3)
+
+
+def _in_linen() -> bool:
+    """Whether a Flax linen module's method is running (``@nn.compact`` code).
+
+    Linen creates submodules and parameters as its methods run, which a
+    staged loop body cannot do; there, a loop with a static trip count runs
+    as the Python loop linen expects (linen's own ``nn.scan`` stages one).
+    """
+    module = sys.modules.get("flax.linen.module")
+    context = getattr(module, "_context", None)
+    stack = getattr(context, "module_stack", None)
+    if not stack:
+        return False
+    return stack[-1] is not None
+
+
+def st_any_traced(tree) -> bool:
+    return any(isinstance(leaf, Tracer)
+               for leaf in jax.tree_util.tree_leaves(tree, is_leaf=is_undefined))
+
+
+def _python_for(iterable, body, state, names, extra_test):
+    for item in iterable:
+        if extra_test is not None:
+            c = condition(extra_test(*state), "a `for` loop's exit test")
+            if is_traced(c):
+                with layers_made_before("`for` loop"):
+                    state = if_stmt(c, lambda *s, item=item: body(item, *s), None, state,
+                                    names=names)
+                continue
+            if not c:
+                break
+        state = tuple(body(item, *state))
+    return state

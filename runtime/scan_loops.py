@@ -1,0 +1,245 @@
+"""`for` loops over a static trip count staged as one ``lax.scan`` (``runtime.loop_plan``'s
+``SCAN`` form), or with ``break`` or ``return`` as a loop that stops at its exit
+(``EXITING_SCAN``, run by ``runtime.bounded.counted_loop``), with the checks that keep
+the staged loop computing what Python computes."""
+
+from __future__ import annotations
+
+import jax
+import jax.extend.core as jax_core
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from autograph import errors
+
+from . import attributes, intervals, key_order, objects
+from .bounded import counted_loop
+from .carry import Carry, TrackedList, prepare_state, stabilize
+from .conditions import condition
+from .in_place import InPlace
+from .index_meaning import PythonMeaningError
+from .iterables import Seq
+from .jaxprs import make_jaxpr_and_tree
+from .values import flag_assigned, guard_when_asked, staging, taken_when
+
+
+def _stabilizer(carry):
+    """``counted_loop``'s hook: the carry promoted to what one step makes, or None."""
+    def hook(out_avals):
+        return carry.arrays if stabilize(carry, out_avals) else None
+    return hook
+
+
+def _lifted_for(run):
+    """``run(seq_or_none, ..., body, state, names, extra_test)`` with Flax objects lifted,
+    or else the attributes the body assigns carried (``runtime.attributes``)."""
+    def staged(seq, *rest):
+        *lead, body, state, names, extra_test = rest
+        lifted = objects.lift(state, (body, extra_test), "`for` loop")
+        if lifted is None:
+            attrs = attributes.find(state, (body, extra_test), names, "`for` loop", leading=1)
+            return attributes.carrying(attrs, lambda wrap, values, labels: run(
+                seq, *lead, wrap(body, leading=1), values, labels,
+                None if extra_test is None else wrap(extra_test, returns_state=False)),
+                state, names)
+        return lifted.finish(run(
+            seq, *lead, lifted.wrap(body, leading=1), lifted.tokens(state) + (lifted.state,),
+            names + (objects.OBJECTS,),
+            None if extra_test is None else lifted.wrap(extra_test, returns_state=False)))
+    return staged
+
+
+@_lifted_for
+def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
+    n = seq.n - k0
+    if n <= 0:
+        return state
+    xs = None if seq.xs is None else jax.tree_util.tree_map(
+        lambda a: jnp.asarray(a)[k0:seq.n], seq.xs)
+    ks = jnp.arange(k0, seq.n, dtype=np.int32)
+    x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
+    shared = InPlace(state, names, "for")  # lists and dicts: carried once, written back
+    body, extra_test = shared.wrap(body, leading=1), shared.wrap(extra_test, returns_state=False)
+    state = prepare_state(shared.state, names, "for",
+                          lambda s: tuple(body(seq.element(ks[0], x0), *s)), may_skip=False)
+    carry = Carry(state, names, "for")
+    lists = {i: len(v) for i, v in enumerate(state) if isinstance(v, list)}
+    appended_count = {}
+
+    def one(arrays, k, x):
+        values = list(carry.unflatten(arrays))
+        before = {i: list(values[i]) for i in lists}  # the body may append in place
+        for i in lists:
+            values[i] = TrackedList(values[i])
+        out = list(flag_assigned(values, tuple(body(seq.element(k, x), *values))))
+        grown = []
+        for i, base_len in lists.items():
+            v = out[i]
+            if isinstance(v, list) and list.__len__(v) > base_len:
+                if getattr(values[i], "read", False):
+                    raise errors.LoopStateError(
+                        "a list appended to in a staged `for` loop cannot be read in the loop",
+                        observed=f"the loop body reads `{names[i]}` and appends to it; staged, "
+                                 f"the appended items exist only after the loop",
+                        variable=names[i],
+                        fix=f"carry the item you need (e.g. `last = {names[i]}[-1]` before the "
+                            f"loop, updated in the body) and append to `{names[i]}` only")
+                # growing by `insert`, `[x] + ys` or a new list is not appending,
+                # even when the old items are unchanged (an empty list has none)
+                appended = isinstance(v, TrackedList) and v.grown_by_appending(values[i])
+                v = list(list.__iter__(v))
+                if not appended or not all(a is b for a, b in zip(v[:base_len], before[i])):
+                    raise errors.LoopStateError(
+                        "a list grown in a staged `for` loop may only be appended to",
+                        observed=f"`{names[i]}` grows in one iteration other than by appending "
+                                 f"at its end",
+                        variable=names[i], fix="only append to the list inside the loop")
+                grown.append(v[base_len:])
+                appended_count[i] = len(v) - base_len
+                out[i] = before[i]
+            elif isinstance(v, TrackedList):
+                out[i] = list(list.__iter__(v))
+                grown.append([])
+            else:
+                grown.append([])
+        return carry.check(tuple(out), arrays), grown
+
+    if extra_test is not None:
+        out = _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists)
+        return shared.finish(out)
+
+    # The body's Python runs once, into a jaxpr that `lax.scan` replays. Where a
+    # weakly typed carry comes out with another dtype (`s = 0` then `s = s + x`),
+    # the carry is promoted to what the step made of it (`stabilize`, as
+    # `counted_loop` does) and the step traced again.
+    step_types: list = []  # of the last trace: (carry in, carry out) avals
+
+    def step(arrays, kx):
+        k, x = kx
+        out = one(arrays, k, x)
+        step_types[:] = [[jax.typeof(a) for a in arrays], [jax.typeof(a) for a in out[0]]]
+        return key_order.ordered(out)  # appended dicts keep their keys' order
+
+    def trace():
+        with staging():
+            return make_jaxpr_and_tree(step, carry.arrays, (ks[0], x0))
+
+    closed, out_tree = trace()
+    if not _same_types(*step_types):
+        stabilize(carry, step_types[1])
+        closed, out_tree = trace()
+    extra = [intervals.known(x) for x in jax.tree_util.tree_leaves(xs)]
+    finals = _refuse_int_overflow(closed, carry, k0, extra, seq.n - k0, to_end=True)
+    _refuse_python_mismatch(closed, carry, (k0, seq.n - 1), extra)
+    run = jax_core.jaxpr_as_fun(closed)
+
+    def replay(arrays, kx):
+        out = jax.tree_util.tree_unflatten(out_tree, run(*jax.tree_util.tree_leaves((arrays, kx))))
+        return key_order.ordered(out)
+
+    with staging():
+        final, grown = lax.scan(replay, carry.arrays, (ks, xs))
+    final = [finals.get(i, a) for i, a in enumerate(final)]  # Python ints, as under jit
+    values = list(carry.unflatten(final, final=True))
+    for (i, base_len), items in zip(lists.items(), grown):
+        if items:
+            m = appended_count[i]
+            extra = [key_order.tree_map(lambda a, k=k: a[k], items[j])
+                     for k in range(n) for j in range(m)]
+            values[i] = list(values[i]) + extra
+    return shared.finish(tuple(values))
+
+
+def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int,
+                         to_end: bool = False) -> dict[int, int]:
+    """A staged loop computes the integers it carries in int32, where the Python
+    loop ``jax.jit`` runs keeps them exact: one that would outgrow int32 within
+    the loop's first steps (``fact *= i``) is refused, and the loop runs as Python.
+
+    ``closed`` is the body's jaxpr (the carry, the step index from
+    ``first_index``, then inputs whose intervals are ``extra``), ``steps`` its
+    trip count. With ``to_end``, the loop is followed to its last step where
+    it is short enough (``intervals.FOLLOW_LIMIT``), and the carried Python
+    ints that stay exactly known are returned, by position in the carry, with
+    their final values: under ``jax.jit`` they come out of the loop as Python
+    ints (``n += 1`` then ``jnp.zeros(n)``).
+    """
+    if type(steps) is not int or type(first_index) is not int:
+        return {}  # a symbolic length (`jax.export`): no steps to follow
+    followed = intervals.follow(closed, carry.starts, len(carry.arrays), first_index, extra,
+                                steps if to_end else min(steps, intervals.STEPS))
+    if followed.overflow is None:
+        return {i: v for i, v in followed.finals.items() if i not in carry.strengthen}
+    position, bound = followed.overflow
+    name = carry.owners[position]
+    raise Int32OverflowError(
+        "an integer carried by a staged loop would outgrow int32",
+        observed=f"`{name}` reaches {intervals.describe(bound)} within the loop's "
+                 f"{steps} steps; staged, the loop computes it in "
+                 f"int32, which wraps around (a Python loop keeps it exact)",
+        variable=name,
+        fix="compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = (h * "
+            "31 + i) % m`), or run a loop short enough to run as Python")
+
+
+class Int32OverflowError(errors.LoopStateError):
+    """A carried integer would outgrow int32 (see ``_refuse_int_overflow``)."""
+
+
+def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra) -> None:
+    """A number the body computes from the index alone is a Python number under
+    ``jax.jit`` and an int32 array staged: where the two differ at some step (an
+    integer that outgrows its dtype, a division by zero), the loop runs as Python
+    (see ``intervals.python_mismatch``)."""
+    if type(index[0]) is not int or type(index[1]) is not int:
+        return
+    why = intervals.python_mismatch(closed, len(carry.arrays), index, extra)
+    if why is not None:
+        raise PythonMeaningError(
+            "a staged loop would compute its index's numbers differently from Python",
+            observed=f"the body {why}")
+
+
+
+
+def _same_types(avals_in, avals_out) -> bool:
+    """Whether a loop step's carry comes out with the shapes and dtypes it went in with."""
+    return len(avals_in) == len(avals_out) and all(
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(avals_in, avals_out))
+
+
+def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
+    """A static-trip `for` with `break` or `return`: a loop that stops when it exits."""
+    def test(arrays):  # `counted_loop` makes it a boolean array
+        return condition(extra_test(*carry.unflatten(arrays)), "a `for` loop's exit test")
+
+    def body(arrays, k):
+        x = None if xs is None else jax.tree_util.tree_map(
+            lambda a: lax.dynamic_index_in_dim(a, k, keepdims=False), xs)
+        with taken_when(guard_when_asked(lambda: test(arrays), (extra_test,))):  # see above
+            new, grown = one(arrays, k + k0, x)
+        if any(grown):
+            name = names[next(i for i, g in zip(lists, grown) if g)]
+            raise errors.LoopStateError(
+                "a list cannot grow in a loop that may stop early",
+                observed=f"`{name}` is appended to in a loop with `break` or `return`, so "
+                         f"its final length is only known at run time",
+                variable=name,
+                fix="preallocate an array and write item i with `.at[i].set(...)`, "
+                    "keeping a count of the items written")
+        return new
+
+    with staging():
+        n = seq.n - k0
+        final = counted_loop(test, body, carry.arrays, n, stabilize=_stabilizer(carry),
+                             check=lambda closed: _check_exiting(closed, carry, k0, n))
+    return carry.unflatten(final, final=True)
+
+
+def _check_exiting(closed, carry, k0: int, n: int) -> None:
+    """The checks of ``_scan_for`` for the body of a loop that may stop early (its step
+    index counts from 0; the body adds ``k0``)."""
+    _refuse_int_overflow(closed, carry, 0, [], n)
+    if type(n) is int:
+        _refuse_python_mismatch(closed, carry, (0, n - 1), [])
