@@ -206,10 +206,11 @@ def exclude_from_tracebacks(path: str) -> None:
 def enable_x64(enabled: bool = True):
     """``jax.enable_x64(enabled)``, a context manager (JAX before 0.8 has it as
     ``jax.experimental.enable_x64``)."""
-    if hasattr(jax, "enable_x64"):
-        return jax.enable_x64(enabled)
-    from jax import experimental  # pragma: no cover - JAX before 0.8
-    return experimental.enable_x64(enabled)  # pragma: no cover
+    name = "enable_x64"  # a module attribute on one JAX, an experimental one on another
+    if hasattr(jax, name):
+        return getattr(jax, name)(enabled)
+    import importlib  # pragma: no cover - JAX before 0.8
+    return getattr(importlib.import_module("jax.experimental"), name)(enabled)  # pragma: no cover
 
 
 # -- processes ------------------------------------------------------------------------
