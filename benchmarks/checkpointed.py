@@ -22,6 +22,8 @@ gradient).
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
 import time
 
@@ -39,67 +41,19 @@ MEMORY_STEPS = 100_000
 TIME_STEPS = (100, 1000, 100_000)
 
 
-def newton(a, damping):
-    y = jnp.ones_like(a)
-    r = y ** 3 + y - a
-    n = 0
-    while jnp.abs(r) > 1e-3:
-        y = y - damping * r / (3.0 * y * y + 1.0)
-        r = y ** 3 + y - a
-        n += 1
-    return y, n
+def _example():
+    """examples/until_converged.py, whose four programs are measured here."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples", "until_converged.py")
+    spec = importlib.util.spec_from_file_location("autograph_example_until_converged", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def bisection(lo, hi, w):
-    n = 0
-    while hi - lo > 1e-3:
-        mid = lo + w * (hi - lo)
-        if mid ** 3 > 2.0:
-            hi = mid
-        else:
-            lo = mid
-        n += 1
-    return 0.5 * (lo + hi) + 0.1 * lo * hi, n
-
-
-def adaptive_ode(state, k, t1, tol):
-    t = jnp.zeros_like(k)
-    h = 0.1 * jnp.ones_like(k)
-    n = 0
-    while t < t1:
-        h = jnp.minimum(h, t1 - t)
-        f0 = {"y": state["v"], "v": -k * state["y"] - 0.1 * state["v"]}
-        euler = {key: state[key] + h * f0[key] for key in state}
-        f1 = {"y": euler["v"], "v": -k * euler["y"] - 0.1 * euler["v"]}
-        heun = {key: state[key] + 0.5 * h * (f0[key] + f1[key]) for key in state}
-        err = jnp.abs(heun["y"] - euler["y"]) + jnp.abs(heun["v"] - euler["v"]) + 1e-9
-        if err < tol:
-            t = t + h
-            state = heun
-        h = h * jnp.clip(0.9 * jnp.sqrt(tol / err), 0.2, 5.0)
-        n += 1
-    return state["y"] + 0.5 * state["v"], n
-
-
-def _objective(x):
-    return jnp.sum(x ** 4) + jnp.sum(x ** 2)
-
-
-def line_search(x, beta):
-    d = -jax.grad(_objective)(x)
-    f0 = _objective(x)
-    slope = -jnp.sum(d * d)
-    t = 1.0
-    xt = x + d
-    ft = _objective(xt)
-    n = 0
-    while ft > f0 + 1e-4 * t * slope:
-        t = t * beta
-        xt = x + t * d
-        ft = _objective(xt)
-        n += 1
-    return ft + jnp.sum(xt), n
-
+_programs = _example()
+newton, bisection, adaptive_ode, line_search = (
+    _programs.newton, _programs.bisection, _programs.adaptive_ode, _programs.line_search)
 
 _ODE = {"y": 1.0, "v": 0.0}
 PROGRAMS = {  # name: (function, [arguments for about 1, 10, 1000 (, 100000) trips])

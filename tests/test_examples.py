@@ -33,7 +33,8 @@ def run_main(capsys, name, argv):
 
 @pytest.mark.parametrize("name", ["collatz", "training_loop", "data_parallel", "model_call",
                                   "dense_stack", "newton", "greedy_decode", "fizzbuzz",
-                                  "nnx_model", "linen_model", "nnx_early_stopping"])
+                                  "nnx_model", "linen_model", "nnx_early_stopping",
+                                  "until_converged"])
 def test_example_layout(name):
     with open(os.path.join(EXAMPLES, name + ".py")) as f:
         text = f.read()
@@ -197,3 +198,11 @@ def test_data_parallel_as_two_processes_prints_the_losses_of_one(capsys):
     assert len(steps_one) == 2 and epochs_one  # steps 10 and 20, printed once
     np.testing.assert_allclose(steps_two, steps_one, rtol=1e-4)
     assert epochs_two == epochs_one
+
+
+def test_until_converged(capsys):
+    results, out = run_main(capsys, "until_converged", [])
+    assert set(results) == {"newton", "bisection", "adaptive_ode", "line_search"}
+    for name, row in results.items():
+        assert row["steps"] >= 8 and row["max_abs_difference"] < 1e-4, name
+        assert re.search(rf"^{name} +{row['steps']} steps \(eager +{row['steps']}\)", out, re.M)

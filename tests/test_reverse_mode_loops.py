@@ -22,6 +22,9 @@ import pytest
 
 import autograph
 from autograph import jax_internals
+from tests.test_examples import load
+
+_example = load("until_converged")  # the programs of examples/until_converged.py
 
 
 def grows(x):
@@ -217,72 +220,8 @@ def test_counter_stepped_after_a_traced_break_still_bounds_the_loop(x0):
 # loops with no bound: checkpointed reverse mode
 
 
-def newton(a, damping):
-    """y with y**3 + y = a, by damped Newton steps until the residual is small."""
-    y = jnp.ones_like(a)
-    r = y ** 3 + y - a
-    n = 0
-    while jnp.abs(r) > 1e-3:
-        y = y - damping * r / (3.0 * y * y + 1.0)
-        r = y ** 3 + y - a
-        n += 1
-    return y, n
-
-
-def bisection(lo, hi, w):
-    """The cube root of 2 in [lo, hi], cutting the interval at lo + w * (hi - lo)."""
-    n = 0
-    while hi - lo > 1e-3:
-        mid = lo + w * (hi - lo)
-        if mid ** 3 > 2.0:
-            hi = mid
-        else:
-            lo = mid
-        n += 1
-    return 0.5 * (lo + hi) + 0.1 * lo * hi, n
-
-
-def adaptive_ode(state, k, t1, tol):
-    """A damped oscillator from t = 0 to t1 by Heun steps whose size adapts to the error."""
-    t = jnp.zeros_like(k)
-    h = 0.1 * jnp.ones_like(k)
-    n = 0
-    while t < t1:
-        h = jnp.minimum(h, t1 - t)
-        f0 = {"y": state["v"], "v": -k * state["y"] - 0.1 * state["v"]}
-        euler = {key: state[key] + h * f0[key] for key in state}
-        f1 = {"y": euler["v"], "v": -k * euler["y"] - 0.1 * euler["v"]}
-        heun = {key: state[key] + 0.5 * h * (f0[key] + f1[key]) for key in state}
-        err = jnp.abs(heun["y"] - euler["y"]) + jnp.abs(heun["v"] - euler["v"]) + 1e-9
-        if err < tol:
-            t = t + h
-            state = heun
-        h = h * jnp.clip(0.9 * jnp.sqrt(tol / err), 0.2, 5.0)
-        n += 1
-    return state["y"] + 0.5 * state["v"], n
-
-
-def _objective(x):
-    return jnp.sum(x ** 4) + jnp.sum(x ** 2)
-
-
-def line_search(x, beta):
-    """A backtracking line search along the steepest descent until Armijo's condition holds."""
-    d = -jax.grad(_objective)(x)
-    f0 = _objective(x)
-    slope = -jnp.sum(d * d)
-    t = 1.0
-    xt = x + d
-    ft = _objective(xt)
-    n = 0
-    while ft > f0 + 1e-4 * t * slope:
-        t = t * beta
-        xt = x + t * d
-        ft = _objective(xt)
-        n += 1
-    return ft + jnp.sum(xt), n
-
-
+newton, bisection, adaptive_ode, line_search = (
+    getattr(_example, name) for name in ("newton", "bisection", "adaptive_ode", "line_search"))
 _ODE_STATE = {"y": 1.0, "v": 0.0}
 PROGRAMS = {  # name: (function, {trips: arguments}), differentiated in its first two
     "newton": (newton, {1: (2.05, 1.0), 10: (3.0, 0.5), 1000: (3.0, 0.0069)}),
