@@ -11,11 +11,12 @@ import threading
 import types
 import warnings
 import weakref
-from typing import Callable
+from typing import Callable, Iterator
 
 import jax
 
 from autograph import directive_calls, errors, loader, parsing, pipeline
+from autograph.callables import is_function, unwrap
 from autograph.converters import index_uses
 from autograph.runtime import calls as _calls
 from autograph.runtime import libraries as _libraries
@@ -75,37 +76,10 @@ def _runtime():
     return runtime
 
 
-def unwrap(fn):
-    """The plain function behind ``fn`` (and how to re-wrap the converted one).
-
-    Decided by ``fn``'s type alone: attributes such as ``__wrapped__`` are
-    copied by ``functools.wraps`` onto wrappers that do something else.
-    """
-    if isinstance(fn, (staticmethod, classmethod)):
-        fn = fn.__func__
-    if isinstance(fn, types.MethodType):
-        return fn.__func__, lambda f: types.MethodType(f, fn.__self__)
-    if type(fn) is functools.partial:
-        inner, rewrap = unwrap(fn.func)
-        return inner, lambda f: functools.partial(rewrap(f), *fn.args, **fn.keywords)
-    if isinstance(fn, types.FunctionType):
-        return fn, lambda f: f
-    if _transforms.is_jit(fn):
-        inner, rewrap = unwrap(fn.__wrapped__)
-        return inner, lambda f: _transforms.rejit(fn, rewrap(f))
-    call = getattr(type(fn), "__call__", None)
-    if isinstance(call, types.FunctionType):
-        return call, lambda f: types.MethodType(f, fn)
-    raise TypeError(f"autograph can convert Python functions, methods, partials, `jax.jit` "
-                    f"functions and callable objects; got a `{type(fn).__name__}` object")
-
-
 def _plain_callable(fn) -> bool:
     """Whether ``convert`` leaves ``fn`` as it is: converted already, or not convertible."""
-    from autograph.function import Function
     return (_calls.converted_of(fn) is not None or _calls.marked_do_not_convert(fn)
-            or isinstance(fn, Function)
-            or isinstance(getattr(type(fn), "__call__", None), Function))
+            or is_function(fn) or is_function(getattr(type(fn), "__call__", None)))
 
 
 def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
@@ -392,8 +366,7 @@ def to_code(fn: Callable, *, recursive: bool = True) -> str:
           return s
       <BLANKLINE>
     """
-    from autograph.function import Function
-    if isinstance(fn, Function):
+    if is_function(fn):
         fn = fn.python_function
     plain, _ = unwrap(fn)
     plain = _USER_FUNCTION.get(plain, plain)

@@ -26,6 +26,7 @@ import jax
 import numpy as np
 
 from autograph import api
+from autograph.callables import is_function, unwrap
 from autograph.specs import TensorSpec
 
 FORMAT = "autograph-jax.exported"
@@ -51,8 +52,7 @@ def _specs(specs: Sequence[Any]) -> tuple:
 
 
 def _jitted(f: Callable):
-    from autograph.function import Function
-    if isinstance(f, Function):
+    if is_function(f):
         return f._jit
     target = api.convert(f)  # as it is when converted already
     return jax.jit(target)
@@ -75,7 +75,7 @@ def export(f: Callable, *specs) -> jax.export.Exported:
 
 def _source_hash(f: Callable) -> str | None:
     try:
-        plain, _ = api.unwrap(getattr(f, "python_function", f))
+        plain, _ = unwrap(getattr(f, "python_function", f))
         return hashlib.sha256(inspect.getsource(plain).encode()).hexdigest()
     except (OSError, TypeError):
         return None

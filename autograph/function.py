@@ -44,6 +44,7 @@ import numpy as np
 from autograph import api, errors, modes
 from autograph import dispatch as _dispatch
 from autograph import shardings as _shardings
+from autograph.callables import FunctionBase, unwrap
 from autograph.concrete import (
     BoundConcreteFunction,
     ConcreteFunction,
@@ -120,7 +121,7 @@ def _unset(*args, **kwargs):  # pragma: no cover - replaced in Function.__new__
 
 
 
-class Function(functools.partial):
+class Function(functools.partial, FunctionBase):
     """A converted, ``jax.jit``-compiled function with ``tf.function``'s habits.
 
     Create one with :func:`autograph.function`. Calling it runs the compiled
@@ -149,7 +150,7 @@ class Function(functools.partial):
                reduce_retracing: bool = False, strict: bool | None = None,
                _ordered: bool | None = None, **jit_kwargs):
         self.python_function = fn
-        plain, _ = api.unwrap(fn)
+        plain, _ = unwrap(fn)
         self._name = getattr(plain, "__qualname__", getattr(plain, "__name__", "function"))
         self._target = api.convert(fn, strict=strict) if autograph else fn
         self.input_signature = None if input_signature is None else tuple(input_signature)
