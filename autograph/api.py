@@ -125,9 +125,7 @@ def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
         source, line_map, name=fn.__qualname__, user_file=parsed.filename,
         user_line=code.co_firstlineno, freevars=code.co_freevars)
     compiled.python_params = python_params
-    if code not in _CODE_CACHE:
-        # when the user's code object goes, so do its generated source and map
-        weakref.finalize(code, loader.forget, compiled.filename)
+    # (its generated source and source map go with it, as the user's code object goes)
     _CODE_CACHE.setdefault(code, {})[recursive] = compiled
     return compiled
 

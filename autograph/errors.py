@@ -21,8 +21,10 @@ import dataclasses
 import linecache
 import os
 import sys
+import threading
 import types
-from typing import Mapping
+import weakref
+from typing import Iterable, Mapping
 
 __all__ = [
     "AutographError", "ConversionError", "ConditionError", "BranchError",
@@ -182,26 +184,43 @@ def returning(names: tuple[str, ...], returns: int | None) -> tuple[str, ...]:
     return names[:returns] + (RETURN_VALUE,) + names[returns + 1:]
 
 
-# Source maps of converted code: generated filename -> (line map, default).
-_SOURCE_MAPS: dict[str, tuple[Mapping[int, Location], Location]] = {}
+class SourceMap:
+    """Where the lines of one generated file come from: generated line -> user line.
+
+    Its owner (the compiled converted function, and each function made from
+    it) keeps it alive; it is registered under its file's name for exactly as
+    long, so that tracebacks through that file name the user's lines.
+    """
+
+    __slots__ = ("filename", "lines", "default", "__weakref__")
+
+    def __init__(self, filename: str, lines: Mapping[int, Location], default: Location):
+        self.filename = filename
+        self.lines = lines
+        self.default = default  # for a line with no statement of its own at or above it
 
 
-def register_source_map(filename: str, lines: Mapping[int, Location],
-                        default: Location) -> None:
-    """Records where the lines of a generated file come from."""
-    _SOURCE_MAPS[filename] = (lines, default)
+# generated filename -> its source map, while the map's owner keeps it
+_SOURCE_MAPS: weakref.WeakValueDictionary[str, SourceMap] = weakref.WeakValueDictionary()
+_REGISTERING = threading.Lock()  # a name is checked and taken in one step
 
 
-def forget_source_map(filename: str) -> None:
-    _SOURCE_MAPS.pop(filename, None)
+def register_source_map(filenames: Iterable[str], lines: Mapping[int, Location],
+                        default: Location) -> SourceMap:
+    """Registers where the lines of a generated file come from, under the first of
+    ``filenames`` that no live source map has; the entry goes with the returned map."""
+    with _REGISTERING:
+        filename = next(name for name in filenames if name not in _SOURCE_MAPS)
+        source_map = _SOURCE_MAPS[filename] = SourceMap(filename, lines, default)
+    return source_map
 
 
 def user_location(filename: str, lineno: int) -> Location | None:
     """Maps a line of generated code to the user's line, if the file is ours."""
-    entry = _SOURCE_MAPS.get(filename)
-    if entry is None:
+    source_map = _SOURCE_MAPS.get(filename)
+    if source_map is None:
         return None
-    lines, default = entry
+    lines, default = source_map.lines, source_map.default
     best = None
     for gen_line in range(lineno, 0, -1):  # the nearest statement at or above
         best = lines.get(gen_line)

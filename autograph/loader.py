@@ -2,7 +2,8 @@
 
 The source is registered in ``linecache`` under a stable name,
 ``<autograph f@model.py:12>``, so tracebacks and pdb show real lines, and its
-source map (generated line -> user line) goes to ``autograph.errors``.
+source map (generated line -> user line) goes to ``autograph.errors``; both
+last as long as the ``Compiled`` code and the functions made from it.
 
 The converted function is created with the original's globals dict (later
 rebinding of a global is seen) and with the original's closure cells (later
@@ -13,15 +14,17 @@ one more closure cell, so nothing is added to the user's module.
 from __future__ import annotations
 
 import ast
+import itertools
 import linecache
 import os
 import types
+import weakref
 
 import gast
 
 from autograph import errors, unparsing
 
-# attribute that marks a function this module made
+# attribute that marks a function this module made: its `Compiled`
 _GENERATED = "__autograph_generated__"
 
 
@@ -37,9 +40,11 @@ class Compiled:
     compiled on first use, so ``to_code`` never pays for it.
     """
 
-    def __init__(self, source: str, filename: str, freevars: tuple[str, ...], qualname: str):
+    def __init__(self, source: str, source_map: errors.SourceMap, freevars: tuple[str, ...],
+                 qualname: str):
         self.source = source
-        self.filename = filename
+        self.source_map = source_map  # registered while this (or a function made of it) lives
+        self.filename = source_map.filename
         self._freevars = freevars
         self._qualname = qualname
         # parameters the function uses as Python values (see runtime/index_meaning)
@@ -83,24 +88,28 @@ def _compile(source: str, filename: str, freevars: tuple[str, ...],
 
 def compile_function(source: str, line_map: dict[int, int], *, name: str,
                      user_file: str, user_line: int, freevars: tuple[str, ...]) -> Compiled:
-    """Registers ``source`` under a stable filename; its bytecode is compiled on first use."""
-    filename = f"<autograph {name}@{os.path.basename(user_file)}:{user_line}>"
-    if errors.is_generated(filename):  # another live function of the same name and line
-        n = 2
-        while errors.is_generated(f"{filename[:-1]}#{n}>"):
-            n += 1
-        filename = f"{filename[:-1]}#{n}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    """Registers ``source`` under a stable filename; its bytecode is compiled on first use.
+
+    The filename and the source map last as long as the returned ``Compiled``
+    or a function made from it.
+    """
+    base = f"<autograph {name}@{os.path.basename(user_file)}:{user_line}>"
+    # another live function of the same name and line takes `#2`, `#3`, ...
+    names = (base if n == 1 else f"{base[:-1]}#{n}>" for n in itertools.count(1))
     default = errors.Location(user_file, user_line)
-    errors.register_source_map(
-        filename, {g: errors.Location(user_file, u) for g, u in line_map.items()}, default)
-    return Compiled(source, filename, freevars, name)
+    source_map = errors.register_source_map(
+        names, {g: errors.Location(user_file, u) for g, u in line_map.items()}, default)
+    filename = source_map.filename
+    lines = (len(source), None, source.splitlines(True), filename)
+    linecache.cache[filename] = lines
+    weakref.finalize(source_map, _forget_lines, filename, lines)
+    return Compiled(source, source_map, freevars, name)
 
 
-def forget(filename: str) -> None:
-    """Drops the generated source and source map registered under ``filename``."""
-    linecache.cache.pop(filename, None)
-    errors.forget_source_map(filename)
+def _forget_lines(filename: str, lines: tuple) -> None:
+    """Drops the generated ``lines`` from ``linecache``, unless a newer file took the name."""
+    if linecache.cache.get(filename) is lines:
+        del linecache.cache[filename]
 
 
 def _cell(value):
@@ -120,5 +129,5 @@ def instantiate(compiled: Compiled, fn: types.FunctionType, runtime) -> types.Fu
     new.__module__ = fn.__module__
     new.__doc__ = fn.__doc__
     new.__annotations__ = dict(getattr(fn, "__annotations__", {}) or {})
-    setattr(new, _GENERATED, True)
+    setattr(new, _GENERATED, compiled)  # which keeps its source map
     return new
