@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -91,24 +92,46 @@ TABLE: dict[str, dict[str, Entry]] = {
     },
 }
 
-_by_id: dict[int, tuple[Any, Entry]] = {}
-_loaded: set[str] = set()
+class _EntryPoints:
+    """The entry points of ``TABLE``'s modules imported so far, by identity.
+
+    A module is read once someone else has imported it. Each read makes a new
+    table, swapped in whole, so a lookup in another thread finds all of a
+    module's entry points or none of them.
+    """
+
+    def __init__(self, table: dict[str, dict[str, Entry]]):
+        self._table = table
+        self._read: frozenset[str] = frozenset()  # the modules read
+        self._by_id: dict[int, tuple[Any, Entry]] = {}
+        self._reading = threading.Lock()
+
+    def get(self, f) -> Entry | None:
+        if len(self._read) < len(self._table) and any(
+                m in sys.modules for m in self._table.keys() - self._read):
+            self._read_imported()
+        found = self._by_id.get(id(f))
+        return found[1] if found is not None and found[0] is f else None
+
+    def _read_imported(self) -> None:
+        with self._reading:
+            new = frozenset(m for m in self._table.keys() - self._read if m in sys.modules)
+            by_id = dict(self._by_id)
+            for module in new:
+                for attr, e in self._table[module].items():
+                    obj = getattr(sys.modules[module], attr, None)
+                    if obj is not None and id(obj) not in by_id:
+                        by_id[id(obj)] = (obj, e)  # the object is kept, so its id stays its own
+            self._by_id = by_id
+            self._read = self._read | new
+
+
+_ENTRY_POINTS = _EntryPoints(TABLE)
 
 
 def entry(f) -> Entry | None:
     """The table's entry for ``f`` (looked up by identity), or None."""
-    if len(_loaded) < len(TABLE):
-        for module in TABLE.keys() - _loaded:
-            mod = sys.modules.get(module)
-            if mod is None:
-                continue
-            _loaded.add(module)
-            for attr, e in TABLE[module].items():
-                obj = getattr(mod, attr, None)
-                if obj is not None and id(obj) not in _by_id:
-                    _by_id[id(obj)] = (obj, e)  # the object is kept, so its id stays its own
-    found = _by_id.get(id(f))
-    return found[1] if found is not None and found[0] is f else None
+    return _ENTRY_POINTS.get(f)
 
 
 def convert_arguments(f, e: Entry, resolve: Callable) -> Callable:
