@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import gc
@@ -32,30 +33,37 @@ class _CodeCache:
     Code objects compare by value, so two equal code objects (the same source
     compiled twice) would share an entry in a ``WeakKeyDictionary``, and the
     entry would go with the first of them. Keys here are identities.
+
+    Safe to use from several threads: an entry is read in one step, and added
+    or removed under a lock.
     """
 
     def __init__(self):
         self._entries: dict[int, tuple] = {}
+        self._lock = threading.Lock()
 
     def get(self, code):
         entry = self._entries.get(id(code))
         return entry[1] if entry is not None and entry[0]() is code else None
 
     def setdefault(self, code, value):
-        current = self.get(code)
-        if current is not None:
-            return current
-        key = id(code)
-        ref = weakref.ref(code, lambda _: self._entries.pop(key, None))
-        self._entries[key] = (ref, value)
-        return value
+        with self._lock:
+            current = self.get(code)
+            if current is not None:
+                return current
+            key = id(code)
+            # (the callback runs as the code object goes, before its id can be reused)
+            ref = weakref.ref(code, lambda _: self._entries.pop(key, None))
+            self._entries[key] = (ref, value)
+            return value
 
     def pop(self, code, default=None):
-        entry = self._entries.get(id(code))
-        if entry is not None and entry[0]() is code:
-            del self._entries[id(code)]
-            return entry[1]
-        return default
+        with self._lock:
+            entry = self._entries.get(id(code))
+            if entry is not None and entry[0]() is code:
+                del self._entries[id(code)]
+                return entry[1]
+            return default
 
     def __contains__(self, code) -> bool:
         return self.get(code) is not None
@@ -68,7 +76,6 @@ _CODE_CACHE = _CodeCache()
 # code object -> the error that refused its conversion, and whether a warning said so
 _REFUSED = _CodeCache()
 _USER_FUNCTION: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # convert's wrappers
-_LOCK = threading.RLock()
 
 
 def _runtime():
@@ -90,23 +97,65 @@ def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
     refused = _REFUSED.get(code)
     if refused is not None:  # the syntax decides, so it is decided once
         raise refused.error.with_traceback(None)
-    # One conversion at a time: the analyses keep per-run state, and a function
-    # raced for by several threads must still be converted once.
-    with _LOCK:
+    # Conversions of different functions run at once (each keeps its analyses'
+    # state to itself); a function raced for by several threads is converted once.
+    with _CONVERTING.hold(code), _collector_paused():
         entry = _CODE_CACHE.get(code)
         if entry is not None and recursive in entry:
             return entry[recursive]
-        # Conversion allocates many short-lived nodes and frees them all at the end:
-        # collecting cycles in between only walks the rest of the heap again.
-        collecting = gc.isenabled()
-        gc.disable()
         try:
             return _compile_locked(fn, code, recursive)
         except errors.ConversionError as e:
             _REFUSED.setdefault(code, _Refusal(e))
             raise
+
+
+class _PerCode:
+    """One lock per code object, made while some thread holds or awaits it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._held: dict[int, list] = {}  # id(code) -> [its lock, threads holding or waiting]
+
+    @contextlib.contextmanager
+    def hold(self, code) -> Iterator[None]:
+        key = id(code)  # the caller keeps `code` alive, so its id stays its own
+        with self._lock:
+            entry = self._held.setdefault(key, [threading.RLock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
         finally:
-            if collecting:
+            with self._lock:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self._held[key]
+
+
+_CONVERTING = _PerCode()
+_COLLECTOR = threading.Lock()
+_PAUSED = [0, False]  # conversions running; whether the first found the collector on
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pauses the cyclic garbage collector while conversions run.
+
+    Conversion allocates many short-lived nodes and frees them all at the end:
+    collecting cycles in between only walks the rest of the heap again.
+    """
+    with _COLLECTOR:
+        if not _PAUSED[0]:
+            _PAUSED[1] = gc.isenabled()
+            gc.disable()
+        _PAUSED[0] += 1
+    try:
+        yield
+    finally:
+        with _COLLECTOR:
+            _PAUSED[0] -= 1
+            if not _PAUSED[0] and _PAUSED[1]:
                 gc.enable()
 
 

@@ -22,7 +22,7 @@ import weakref
 
 import gast
 
-from autograph import errors, unparsing
+from autograph import errors, tree_formats, unparsing
 
 # attribute that marks a function this module made: its `Compiled`
 _GENERATED = "__autograph_generated__"
@@ -60,7 +60,8 @@ class Compiled:
 
 def _compile(source: str, filename: str, freevars: tuple[str, ...],
              qualname: str) -> types.CodeType:
-    tree = ast.parse(source, filename=filename)
+    with tree_formats.CPYTHON_TREES:
+        tree = ast.parse(source, filename=filename)
     # Inside the factory a `def f` would bind `f` locally, and a recursive call
     # would find that instead of the global or closure `f`; so compile under
     # another name and restore the real one on the code object.
@@ -79,7 +80,8 @@ def _compile(source: str, filename: str, freevars: tuple[str, ...],
     module = ast.Module(body=[factory], type_ignores=[])
     for node in [factory, factory.args, last, converted] + factory.args.args:
         ast.copy_location(node, fn_def)
-    module_code = compile(module, filename, "exec")
+    with tree_formats.CPYTHON_TREES:
+        module_code = compile(module, filename, "exec")
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
     code = next(c for c in factory_code.co_consts
                 if isinstance(c, types.CodeType) and c.co_name == "__autograph_converted")

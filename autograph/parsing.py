@@ -31,7 +31,8 @@ class ParsedFunction:
 
 @functools.lru_cache(maxsize=64)
 def _parse_file(filename: str, text: str) -> ast.Module:
-    return ast.parse(text, filename=filename)
+    with tree_formats.CPYTHON_TREES:
+        return ast.parse(text, filename=filename)
 
 
 def _source_text(code: types.CodeType, module_globals: dict | None) -> str:
@@ -183,7 +184,8 @@ def parse_source_functions(text: str, filename: str):
 
     Used by the command line, which converts syntactically without importing.
     """
-    tree = ast.parse(text, filename=filename)
+    with tree_formats.CPYTHON_TREES:
+        tree = ast.parse(text, filename=filename)
 
     def walk(body, prefix):
         for node in body:

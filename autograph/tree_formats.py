@@ -32,9 +32,16 @@ from __future__ import annotations
 
 import ast
 import sys
+import threading
 from typing import Any, Callable
 
 import gast
+
+# CPython keeps the depth of its conversions between C and Python trees
+# (`ast.parse`, `compile` of a tree) in interpreter-wide state, so two threads
+# converting at once can fail with "SystemError: AST constructor recursion depth
+# mismatch" (python/cpython#106905): each such call autograph makes holds this lock.
+CPYTHON_TREES = threading.Lock()
 
 _LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 _MISSING = object()

@@ -72,6 +72,108 @@ def test_threads_convert_and_call_concurrently(monkeypatch):
     assert sorted(conversions) == ["other_a", "other_b", "shared"]  # each converted once
 
 
+def _many_functions(n: int) -> str:
+    """Source of ``n`` functions of a few kinds (loops, branches, breaks), each its own."""
+    kinds = (
+        "def f{i}(x):\n"
+        "    total = x * 0.0\n"
+        "    for j in range({m}):\n"
+        "        if x > j:\n"
+        "            total = total + x * {i}\n"
+        "        else:\n"
+        "            total = total - {i}\n"
+        "    return total\n",
+        "def f{i}(x):\n"
+        "    while x < {i} + 10.0:\n"
+        "        x = x * x + 1.0\n"
+        "        if x > {i} * 3.0:\n"
+        "            break\n"
+        "    return x\n",
+        "def f{i}(x):\n"
+        "    if x > {i}:\n"
+        "        y = x - {i}\n"
+        "    elif x > 0:\n"
+        "        y = x + {m}\n"
+        "    else:\n"
+        "        return -x\n"
+        "    return y * 2.0\n",
+    )
+    return "\n\n".join(kinds[i % 3].format(i=i, m=i % 4 + 1) for i in range(n))
+
+
+def _load(path, text) -> dict:
+    namespace: dict = {}
+    exec(compile(text, str(path), "exec"), namespace)
+    return namespace
+
+
+def test_many_functions_convert_in_many_threads_at_once(tmp_path):
+    path = tmp_path / "many.py"
+    text = _many_functions(24)
+    path.write_text(text)
+    names = [f"f{i}" for i in range(24)]
+    alone = _load(path, text)
+    want_code = {name: autograph.to_code(alone[name]) for name in names}  # one thread
+    together = _load(path, text)  # the same source, new code objects: converted again
+    xs = np.array([-1.5, 0.5, 7.0, 30.0], np.float32)
+    failures, barrier = [], threading.Barrier(6)
+
+    def work(k):
+        try:
+            barrier.wait()
+            for i in list(range(4 * k, 24)) + list(range(4 * k)):  # all race for each
+                fn = together[names[i]]
+                assert autograph.to_code(fn) == want_code[names[i]], names[i]
+                converted = autograph.convert(fn)
+                want = [float(fn(x)) for x in xs]
+                assert [float(converted(x)) for x in xs] == pytest.approx(want, rel=1e-6)
+                if i % 6 == k:  # staged too, by one thread per function
+                    got = jax.jit(jax.vmap(converted))(xs)
+                    assert got.tolist() == pytest.approx(want, rel=1e-6), names[i]
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+
+
+def test_conversions_in_two_threads_overlap(monkeypatch):
+    real = pipeline.convert_tree
+    both_inside = threading.Barrier(2, timeout=30)
+
+    def meeting(node, *args, **kwargs):
+        both_inside.wait()  # returns only once the other thread is converting too
+        return real(node, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "convert_tree", meeting)
+
+    def first(x):
+        return x + 1 if x > 0 else x
+
+    def second(x):
+        return x - 1 if x > 0 else x
+
+    out, failures = {}, []
+
+    def work(fn):
+        try:
+            out[fn.__name__] = autograph.to_code(fn)
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(fn,)) for fn in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert "ag__.if_exp" in out["first"] and "ag__.if_exp" in out["second"]
+
+
 SOURCE = '''
 def fresh(x):
     if x > 0:

@@ -14,6 +14,7 @@ Compound statements get ``Anno.BODY_SCOPE`` (and ``Anno.ORELSE_SCOPE`` for
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 from typing import Iterator
 
@@ -44,31 +45,36 @@ class Scope:
 EMPTY = Scope()
 
 # Scopes computed during one `analysis.run`, by node id; statements repeat in
-# many questions (liveness, definitions, enclosing functions' free reads).
-_memo: dict | None = None
+# many questions (liveness, definitions, enclosing functions' free reads). One
+# memo per run, in the thread (or task) that runs it: conversions in other
+# threads keep their own.
+_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("autograph_scopes_memo",
+                                                                    default=None)
 
 
 @contextlib.contextmanager
 def memoizing() -> Iterator[None]:
     """Keeps the scopes computed inside the ``with`` block, for one ``analysis.run``."""
-    global _memo
-    _memo = {}
+    token = _MEMO.set({})
     try:
         yield
     finally:
-        _memo = None
+        _MEMO.reset(token)
 
 
 def memoized(fn):
+    get_memo = _MEMO.get
+
     def wrapper(node):
-        if _memo is None or node is None:
+        memo = get_memo()
+        if memo is None or node is None:
             return fn(node)
         key = (fn.__name__, id(node))
         try:
-            return _memo[key][1]
+            return memo[key][1]
         except KeyError:
             result = fn(node)
-            _memo[key] = (node, result)  # keeps the node alive, so its id stays unique
+            memo[key] = (node, result)  # keeps the node alive, so its id stays unique
             return result
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__

@@ -13,6 +13,8 @@ Loops iterate to a fixed point. Results:
 
 from __future__ import annotations
 
+import contextvars
+
 import gast
 
 from autograph import anno
@@ -81,9 +83,9 @@ def statement(node, live_out: frozenset) -> frozenset:
         # an exception may leave the body anywhere: what handlers read is live throughout
         live_in = block(node.body, orelse | handlers) | handlers
     elif isinstance(node, gast.Return):
-        live_in = _reads(node.value) | _exit_live[-1]
+        live_in = _reads(node.value) | _EXIT_LIVE.get()
     elif isinstance(node, gast.Raise):
-        live_in = _reads(node.exc) | _reads(node.cause) | _exit_live[-1]
+        live_in = _reads(node.exc) | _reads(node.cause) | _EXIT_LIVE.get()
     elif isinstance(node, gast.Match):
         live = _reads(node.subject)
         for case in node.cases:
@@ -119,15 +121,17 @@ def closure_reads(node: gast.FunctionDef) -> frozenset:
     return frozenset(reads) & activity.function_locals(node)
 
 
-# What is live when the function being analysed exits (its closures' reads).
-_exit_live: list[frozenset[str]] = [frozenset()]
+# What is live when the function being analysed exits (its closures' reads), in
+# the thread (or task) analysing it.
+_EXIT_LIVE: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "autograph_exit_live", default=frozenset())
 
 
 def analyze_function(node: gast.FunctionDef) -> None:
     exit_live = closure_reads(node)
     anno.set(node, Anno.CLOSURE_READS, exit_live)
-    _exit_live.append(exit_live)
+    token = _EXIT_LIVE.set(exit_live)
     try:
         block(node.body, exit_live)
     finally:
-        _exit_live.pop()
+        _EXIT_LIVE.reset(token)
