@@ -36,7 +36,7 @@ from jax import lax
 
 from autograph import jax_internals
 
-from .jaxprs import make_jaxpr
+from .jaxprs import trace_loop, without_consts
 
 BASE = 16  # most steps in one level of the bounded form
 
@@ -81,22 +81,11 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
         return arrays
     jax_internals.allow_stop_gradient_transpose()  # see there: vmap of the bounded form
     k_aval = jax.ShapeDtypeStruct((), jnp.int32)
-
-    def trace(arrays):
-        return (make_jaxpr(lambda a: jnp.asarray(test(list(a)), bool), arrays),
-                make_jaxpr(lambda a, k: list(body(list(a), k)), arrays, k_aval))
-
-    test_jaxpr, body_jaxpr = trace(arrays)
-    for _ in range(2):  # promoting one dtype may promote another on the next step
-        promoted = None if stabilize is None else stabilize(body_jaxpr.out_avals)
-        if promoted is None:
-            break
-        arrays = list(promoted)
-        test_jaxpr, body_jaxpr = trace(arrays)
+    arrays, test_jaxpr, body_jaxpr = trace_loop(test, body, arrays, stabilize, k_aval)
     if check is not None:
         check(body_jaxpr)
-    run_test = jax_core.jaxpr_as_fun(_without_consts(test_jaxpr))
-    run_body = jax_core.jaxpr_as_fun(_without_consts(body_jaxpr))
+    run_test = jax_core.jaxpr_as_fun(without_consts(test_jaxpr))
+    run_body = jax_core.jaxpr_as_fun(without_consts(body_jaxpr))
     n_test = len(test_jaxpr.consts)
 
     def active(k, a, consts):
@@ -141,8 +130,3 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
         return bounded_form(arrays, consts)
 
 
-def _without_consts(closed):
-    """The same jaxpr with its constants turned into leading inputs."""
-    jaxpr = closed.jaxpr
-    opened = jaxpr.replace(constvars=[], invars=list(jaxpr.constvars) + list(jaxpr.invars))
-    return jax_core.ClosedJaxpr(opened, [])

@@ -82,7 +82,7 @@ from jax.interpreters import ad, batching, mlir
 from autograph import errors
 
 from . import transforms
-from .jaxprs import make_jaxpr
+from .jaxprs import make_jaxpr, trace_loop, without_consts
 from .loop_plan import CHECKPOINTS  # states the backward pass keeps, by default
 
 __all__ = ["checkpointed_loop", "default_checkpoints", "CHECKPOINTS"]
@@ -132,26 +132,14 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
             checkpoints=checkpoints,
             stabilize=None if stabilize is None else _counted(stabilize))
         return counted[:-1]
-    arrays = list(arrays)
-
-    def trace(arrays):
-        return (make_jaxpr(lambda a: jnp.asarray(test(list(a)), bool), arrays),
-                make_jaxpr(lambda a: list(body(list(a))), arrays))
-
-    test_jaxpr, body_jaxpr = trace(arrays)
-    for _ in range(2):  # promoting one dtype may promote another on the next step
-        promoted = None if stabilize is None else stabilize(body_jaxpr.out_avals)
-        if promoted is None:
-            break
-        arrays = list(promoted)
-        test_jaxpr, body_jaxpr = trace(arrays)
+    arrays, test_jaxpr, body_jaxpr = trace_loop(test, body, arrays, stabilize)
     if checkpoints is None:
         checkpoints = default_checkpoints(
             sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in body_jaxpr.in_avals))
     consts = list(test_jaxpr.consts) + list(body_jaxpr.consts)
     n_test = len(test_jaxpr.consts)
-    run_test = jax_core.jaxpr_as_fun(_without_consts(test_jaxpr))
-    run_body = jax_core.jaxpr_as_fun(_without_consts(body_jaxpr))
+    run_test = jax_core.jaxpr_as_fun(without_consts(test_jaxpr))
+    run_body = jax_core.jaxpr_as_fun(without_consts(body_jaxpr))
     test_all = make_jaxpr(lambda c, a: [run_test(*c[:n_test], *a)[0]], consts, arrays)
     body_all = make_jaxpr(lambda c, a: list(run_body(*c[n_test:], *a)), consts, arrays)
 
@@ -205,13 +193,6 @@ def _without_effects(closed: jax_core.ClosedJaxpr) -> jax_core.ClosedJaxpr | Non
         return None
     return jax_core.ClosedJaxpr(jaxpr.replace(eqns=eqns, effects=type(jaxpr.effects)()),
                                 closed.consts)
-
-
-def _without_consts(closed):
-    """The same jaxpr with its constants turned into leading inputs."""
-    jaxpr = closed.jaxpr
-    opened = jaxpr.replace(constvars=[], invars=list(jaxpr.constvars) + list(jaxpr.invars))
-    return jax_core.ClosedJaxpr(opened, [])
 
 
 def _inexact(dtype) -> bool:

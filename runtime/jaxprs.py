@@ -23,7 +23,7 @@ import jax.extend.core as jax_core
 
 from autograph import jax_internals
 
-__all__ = ["make_jaxpr", "make_jaxpr_and_tree"]
+__all__ = ["make_jaxpr", "make_jaxpr_and_tree", "trace_loop", "without_consts"]
 
 
 def make_jaxpr(fn: Callable, *args) -> jax_core.ClosedJaxpr:
@@ -47,3 +47,37 @@ def make_jaxpr_and_tree(fn: Callable, *args):
         return flat_out(*jax.tree_util.tree_unflatten(tree, flat))
 
     return jax_internals.trace_to_jaxpr(flat_fn, leaves), trees[-1]
+
+
+def trace_loop(test: Callable, body: Callable, arrays, stabilize: Callable | None, *extra):
+    """The jaxprs of a staged loop's test and body, traced once more where needed.
+
+    ``test(arrays)`` gives a bool, ``body(arrays, *extra)`` the next arrays
+    (``extra``: avals of more inputs, as a step index). ``stabilize(out_avals)``
+    returns the arrays promoted to the dtypes one step makes, or None when they
+    already match; the loop is traced again from those (twice at most: promoting
+    one dtype may promote another on the next step).
+
+    Returns:
+      ``(arrays, test_jaxpr, body_jaxpr)``, ``arrays`` as the loop starts from.
+    """
+    def trace(arrays):
+        return (make_jaxpr(lambda a: jax.numpy.asarray(test(list(a)), bool), arrays),
+                make_jaxpr(lambda a, *e: list(body(list(a), *e)), arrays, *extra))
+
+    arrays = list(arrays)
+    test_jaxpr, body_jaxpr = trace(arrays)
+    for _ in range(2):
+        promoted = None if stabilize is None else stabilize(body_jaxpr.out_avals)
+        if promoted is None:
+            break
+        arrays = list(promoted)
+        test_jaxpr, body_jaxpr = trace(arrays)
+    return arrays, test_jaxpr, body_jaxpr
+
+
+def without_consts(closed: jax_core.ClosedJaxpr) -> jax_core.ClosedJaxpr:
+    """The same jaxpr with its constants turned into leading inputs."""
+    jaxpr = closed.jaxpr
+    opened = jaxpr.replace(constvars=[], invars=list(jaxpr.constvars) + list(jaxpr.invars))
+    return jax_core.ClosedJaxpr(opened, [])
