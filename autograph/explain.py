@@ -24,7 +24,7 @@ import textwrap
 
 import gast
 
-from autograph import analysis, anno, checks, directive_calls
+from autograph import analysis, anno, checks, directive_calls, tree_formats
 from autograph.analysis import Analysis, activity, carried
 from autograph.anno import Anno
 from autograph.context import Context
@@ -109,7 +109,7 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
       ConversionError: ``node`` uses syntax that cannot be converted.
     """
     directives = directive_calls.Resolver(
-        node, imports=directive_calls.module_imports(gast.parse(source)))
+        node, imports=directive_calls.module_imports(tree_formats.parse_gast(source)))
     checks.check(node, filename, directives)
     user_names = _identifiers(node)
     user_nodes, user_tests = {}, {}

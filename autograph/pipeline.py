@@ -8,7 +8,7 @@ from typing import Any
 
 import gast
 
-from autograph import analysis, anno, checks, directive_calls
+from autograph import analysis, anno, checks, directive_calls, tree_formats
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.converters import (
@@ -178,7 +178,7 @@ def convert_source(source: str, filename: str = "<source>", *, passes=PASSES,
     """
     from autograph import loader, parsing
 
-    imports = directive_calls.module_imports(gast.parse(source))
+    imports = directive_calls.module_imports(tree_formats.parse_gast(source))
     for qualname, node in parsing.parse_source_functions(source, filename):
         return loader.unparse(convert_tree(node, filename, passes=passes, recursive=recursive,
                                            class_name=parsing.enclosing_class(qualname),

@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import gast
 
-from autograph import anno
+from autograph import anno, tree_formats
 from autograph.naming import Role
 
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -72,7 +72,7 @@ class Template:
 
     def __init__(self, source: str):
         self.source = textwrap.dedent(source).strip("\n")
-        self._tree = gast.parse(self.source).body
+        self._tree = tree_formats.parse_gast(self.source).body
         for node in self._tree:
             for child in gast.walk(node):
                 for field in _LOC_FIELDS:  # so that set_location() applies

@@ -43,6 +43,17 @@ import gast
 # mismatch" (python/cpython#106905): each such call autograph makes holds this lock.
 CPYTHON_TREES = threading.Lock()
 
+
+def parse(text: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse(text)``, holding :data:`CPYTHON_TREES`."""
+    with CPYTHON_TREES:
+        return ast.parse(text, filename=filename)
+
+
+def parse_gast(text: str) -> Any:
+    """``gast.parse(text)``: the gast tree of :func:`parse`."""
+    return to_gast(parse(text))
+
 _LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 _MISSING = object()
 # values that are no nodes and hold none

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from autograph import errors
+from autograph import errors, tree_formats
 
 from . import attributes, loop_plan, objects, run_time_errors
 from .bounded import counted_loop
@@ -340,7 +340,7 @@ def _traced_shape(e: TypeError, loop: str) -> errors.LoopStateError | None:
 def _made_name(text: str) -> str | None:
     """The name the one line ``text`` binds to the result of a call (``v = jnp.zeros(...)``)."""
     try:
-        tree = ast.parse(text.strip())
+        tree = tree_formats.parse(text.strip())
     except SyntaxError:
         return None
     stmt = tree.body[0] if len(tree.body) == 1 else None

@@ -6,6 +6,7 @@ import ast
 import linecache
 import os
 
+from autograph import tree_formats
 from autograph.cli.status import EXIT_CONVERSION, EXIT_OK, FileError, UsageError
 from autograph.cli.style import choose, diff
 from autograph.cli.targets import Function, convert, functions, read_text, resolve, select
@@ -108,7 +109,7 @@ def mirror_text(text: str, converted: list[Function]) -> str:
         body = "".join(indent + line if line.strip() else line
                        for line in fn.converted.splitlines(True))
         lines[fn.line - 1:fn.end_line] = [body]
-    tree = ast.parse(text)
+    tree = tree_formats.parse(text)
     at = len(text.splitlines(True))
     for i, stmt in enumerate(tree.body):
         docstring = (i == 0 and isinstance(stmt, ast.Expr)

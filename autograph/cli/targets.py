@@ -18,7 +18,7 @@ import tokenize
 
 import gast
 
-from autograph import directive_calls, errors, loader, parsing, pipeline
+from autograph import directive_calls, errors, loader, parsing, pipeline, tree_formats
 from autograph.cli.status import FileError, UsageError
 
 _MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -202,7 +202,7 @@ def functions(f: SourceFile, text: str) -> list[Function]:
         raise FileError(f"{where}: syntax error: {e.msg}") from None
     except (ValueError, RecursionError) as e:
         raise FileError(f"{f.display}: cannot parse: {e}") from None
-    imports = directive_calls.module_imports(gast.parse(text))
+    imports = directive_calls.module_imports(tree_formats.parse_gast(text))
     return [Function(q, n, f, n.lineno, n.end_lineno or n.lineno, imports=imports)
             for q, n in found]
 
