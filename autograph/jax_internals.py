@@ -34,6 +34,7 @@ import warnings
 from typing import Any, Callable
 
 import jax
+from jax import lax
 
 OLDEST = (0, 7, 2)  # keep in step with pyproject.toml's `jax>=` and the Makefile's test-oldest
 
@@ -67,7 +68,8 @@ from jax._src.sharding_impls import UnspecifiedValue  # noqa: E402
 
 __all__ = [
     "OLDEST", "VERSION", "ArrayImpl", "is_concrete", "convert_element_type", "trace_to_jaxpr",
-    "cpp_jit_builder", "jit_info", "jit_cache_miss", "is_unspecified", "output_runtime_tokens",
+    "bind_while", "cpp_jit_builder", "jit_info", "jit_cache_miss", "is_unspecified",
+    "output_runtime_tokens",
     "exclude_from_tracebacks", "CALLBACK_LOGGERS", "backends_started",
     "has_gloo_collectives", "enable_x64", "allow_stop_gradient_transpose",
 ]
@@ -123,6 +125,25 @@ def trace_to_jaxpr(flat_fn: Callable, leaves) -> Any:
     if trace is None:
         return jax.make_jaxpr(flat_fn)(*leaves)
     return trace(flat_fn, leaves)
+
+
+def bind_while(test, body, test_consts, body_consts, arrays) -> list | None:
+    """``lax.while_loop`` of jaxprs already traced, without tracing them again; or None.
+
+    ``test`` and ``body`` are closed jaxprs with no constants whose inputs are
+    their constants (``test_consts``, ``body_consts``), then the carried arrays.
+    ``lax.while_p`` takes them as its parameters (``cond_nconsts``, ``cond_jaxpr``,
+    ``body_nconsts``, ``body_jaxpr``, the same from JAX 0.7 on). None where the
+    body changes a carried type (a weak type made strong): ``lax.while_loop``
+    promotes the inputs there.
+    """
+    carried = test.in_avals[len(test_consts):]
+    if list(carried) != list(body.out_avals) or list(carried) != list(
+            body.in_avals[len(body_consts):]):
+        return None
+    return lax.while_p.bind(*test_consts, *body_consts, *arrays,
+                            cond_nconsts=len(test_consts), cond_jaxpr=test,
+                            body_nconsts=len(body_consts), body_jaxpr=body)
 
 
 # -- jax.jit --------------------------------------------------------------------------

@@ -79,7 +79,7 @@ from jax.core import ShapedArray
 from jax.custom_derivatives import SymbolicZero
 from jax.interpreters import ad, batching, mlir
 
-from autograph import errors
+from autograph import errors, jax_internals
 
 from . import transforms
 from .jaxprs import make_jaxpr, trace_loop, without_consts
@@ -138,26 +138,40 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
             sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in body_jaxpr.in_avals))
     consts = list(test_jaxpr.consts) + list(body_jaxpr.consts)
     n_test = len(test_jaxpr.consts)
-    run_test = jax_core.jaxpr_as_fun(without_consts(test_jaxpr))
-    run_body = jax_core.jaxpr_as_fun(without_consts(body_jaxpr))
-    test_all = make_jaxpr(lambda c, a: [run_test(*c[:n_test], *a)[0]], consts, arrays)
-    body_all = make_jaxpr(lambda c, a: list(run_body(*c[n_test:], *a)), consts, arrays)
+    test_open, body_open = without_consts(test_jaxpr), without_consts(body_jaxpr)
+    run_test, run_body = jax_core.jaxpr_as_fun(test_open), jax_core.jaxpr_as_fun(body_open)
 
     def primal(consts, arrays):
-        return list(lax.while_loop(lambda a: jax_core.jaxpr_as_fun(test_all)(*consts, *a)[0],
-                                   lambda a: jax_core.jaxpr_as_fun(body_all)(*consts, *a),
-                                   list(arrays)))
+        bound = jax_internals.bind_while(test_open, body_open, consts[:n_test],
+                                         consts[n_test:], arrays)
+        if bound is not None:  # the jaxprs as they are, not traced again
+            return list(bound)
+        return list(lax.while_loop(lambda a: run_test(*consts[:n_test], *a)[0],
+                                   lambda a: run_body(*consts[n_test:], *a), list(arrays)))
 
     # The derivative replays the test and the body: run-time checks and prints
     # (callbacks with no result) are left out there, the primal loop makes them.
-    test_pure, body_pure = _without_effects(test_all), _without_effects(body_all)
+    test_pure, body_pure = _without_effects(test_jaxpr), _without_effects(body_jaxpr)
     if test_pure is None or body_pure is None:  # an effect the replay would repeat
         return _not_differentiated(primal, consts, arrays)
     if not arrays:
         return primal(consts, arrays)
-    loop = _Spec(test=test_pure, body=body_pure, n_consts=len(consts),
-                 checkpoints=int(checkpoints))
-    effects = bool(test_all.effects or body_all.effects)
+    # the jaxprs the derivative forms run, made when a derivative is first asked for
+    const_avals = [_aval_struct(v.aval) for v in test_jaxpr.jaxpr.constvars
+                   + body_jaxpr.jaxpr.constvars]
+    array_avals = [_aval_struct(a) for a in body_jaxpr.in_avals]
+
+    @functools.cache
+    def loop() -> _Spec:
+        run_t = jax_core.jaxpr_as_fun(without_consts(test_pure))
+        run_b = jax_core.jaxpr_as_fun(without_consts(body_pure))
+        test_all = make_jaxpr(lambda c, a: [run_t(*c[:n_test], *a)[0]], const_avals, array_avals)
+        body_all = make_jaxpr(lambda c, a: list(run_b(*c[n_test:], *a)), const_avals,
+                              array_avals)
+        return _Spec(test=test_all, body=body_all, n_consts=len(consts),
+                     checkpoints=int(checkpoints))
+
+    effects = bool(test_jaxpr.effects or body_jaxpr.effects)
     run = jax.custom_jvp(primal)
     run.defjvp(functools.partial(_loop_jvp, loop, primal if effects else None),
                symbolic_zeros=True)
@@ -236,8 +250,13 @@ class _Spec(NamedTuple):
         return list(jax_core.jaxpr_as_fun(self.body)(*consts, *arrays))
 
 
-def _loop_jvp(loop: _Spec, primal: Callable | None, primals, tangents):
+def _aval_struct(aval) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+
+def _loop_jvp(make_loop: Callable[[], _Spec], primal: Callable | None, primals, tangents):
     """The ``custom_jvp`` rule: the sweep, and the output tangent as the linear map."""
+    loop = make_loop()
     consts, arrays = primals
     t_consts, t_arrays = tangents
     swept = _checkpointed_while_p.bind(*consts, *arrays, loop=loop, form=Form.SWEEP,

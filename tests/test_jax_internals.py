@@ -150,3 +150,23 @@ def test_grad_of_vmap_through_a_bounded_loop_transposes_stop_gradient(x):
     got = jax.grad(lambda xs: jnp.sum(jax.vmap(autograph.convert(f))(xs)))(xs)
     want = [jax.grad(f)(float(v)) for v in xs]
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_bind_while_runs_traced_jaxprs_as_lax_while_loop():
+    from autograph.runtime.jaxprs import make_jaxpr, without_consts
+
+    scale = jnp.float32(1.5)
+    x0 = jnp.arange(3.0)
+    test = without_consts(make_jaxpr(lambda a: [a[0].sum() < 40.0], [x0]))
+    body = without_consts(make_jaxpr(lambda a: [a[0] * scale + 1.0], [x0]))
+    n_t, n_b = len(test.in_avals) - 1, len(body.in_avals) - 1
+    assert n_t == 0 and n_b == 1  # `scale` is the body's one constant
+    got = internals.bind_while(test, body, [], [scale], [x0])
+    want = jax.lax.while_loop(lambda x: x.sum() < 40.0, lambda x: x * scale + 1.0, x0)
+    np.testing.assert_allclose(got[0], want)
+    assert "while[" in str(jax.make_jaxpr(
+        lambda x: internals.bind_while(test, body, [], [scale], [x]))(x0))
+    # a body that makes a weak carry strong: not bound (lax.while_loop promotes there)
+    weak = without_consts(make_jaxpr(lambda a: [a[0] * jnp.float32(2.0)], [1.0]))
+    weak_test = without_consts(make_jaxpr(lambda a: [a[0] < 10.0], [1.0]))
+    assert internals.bind_while(weak_test, weak, [], [], [1.0]) is None
