@@ -10,7 +10,9 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
 * ``if``/``elif``/``else`` on comparisons (chained too), reductions of
   vectors (``jnp.any(w > a)``, ``v.sum() > x``), ``and``/``or``/``not``;
 * ``while`` loops bounded by a counter (``i1 < n`` with ``i1 += 1``; a loop
-  whose increment comes last has no ``continue``), ``for`` over static
+  whose increment comes last has no ``continue``), ``while`` loops with no
+  counter that run until a growing float passes a bound (``while g1 < 4.0``),
+  ``for`` over static
   ranges (short ones, which run as Python loops, and ones of 19-20 steps,
   which are staged), traced ranges (``range(n)``, ``range(k % 4)``) and arrays;
 * ``match`` on an int expression: literal cases, an or-pattern, a capture
@@ -683,6 +685,8 @@ class Generator:
 
     def while_stmt(self, env: Env, depth: int) -> list[str]:
         ch = self.ch
+        if "until_while" not in self.exclude and ch.flip(0.2):
+            return self.until_stmt(env, depth)
         i = counter(depth)
         bound = ch.pick(["n", "3", "2", "k % 4", "n - 1", "j % 3"], [4, 1.5, 1, 1, 0.7, 0.7])
         if "k" in bound and "k" not in env.defs or "j" in bound and "j" not in env.defs:
@@ -708,6 +712,23 @@ class Generator:
         # with the increment last, a `break`/`return` may end the body; never `continue`
         return [init] + self._loop_body(env, depth, loop, [f"while {test}{extra}:"],
                                         prefix=prefix, suffix=suffix)
+
+    def until_stmt(self, env: Env, depth: int) -> list[str]:
+        """A ``while`` with no counter, which runs until a float passes a bound: staged,
+        its trip count is known only at run time (reverse mode: the checkpointed form).
+
+        ``g<depth>`` starts at ``|expr| + 0.25`` and grows by half each step before the
+        body runs (so a ``continue`` cannot skip it): the loop ends after at most
+        about 240 steps (float32 overflow), NaN at once.
+        """
+        ch = self.ch
+        g = f"g{depth}"
+        bound = ch.pick(["4.0", "10.0", "jnp.abs(x) + 2.0", "jnp.abs(v).sum() + 1.0"])
+        extra = f" and ({self.cond(env, 1)})" if ch.flip(0.25) else ""
+        init = f"{g} = jnp.abs({self.fexpr(env, 1)}) + 0.25"
+        loop = Loop(depth, allow_continue=True)
+        return [init] + self._loop_body(env, depth, loop, [f"while {g} < {bound}{extra}:"],
+                                        prefix=[f"{g} = {g} * 1.5 + 0.25"])
 
     def for_stmt(self, env: Env, depth: int) -> list[str]:
         ch = self.ch
