@@ -336,10 +336,33 @@ def state_uses(node: gast.For | gast.While) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+def leaves_at_once(node: gast.For) -> str | None:
+    """Why ``node``'s body always leaves the loop in its first iteration (it ends
+    with ``return`` or ``break`` and no ``continue`` of this loop precedes it), or
+    None. Such a loop runs at most once: as the Python loop ``jax.jit`` runs, it
+    never reaches the code after it that an exit there would skip, where a staged
+    exit (a traced flag) would trace that code too."""
+    if not node.body or not isinstance(node.body[-1], (gast.Return, gast.Break)):
+        return None
+    todo: list = list(node.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, gast.Continue):
+            return None
+        if isinstance(n, (gast.For, gast.While, gast.FunctionDef, gast.AsyncFunctionDef,
+                          gast.Lambda, gast.ClassDef)):
+            todo.extend(getattr(n, "orelse", []))  # their own `continue`s are theirs
+            continue
+        todo.extend(gast.iter_child_nodes(n))
+    jump = "return" if isinstance(node.body[-1], gast.Return) else "break"
+    return (f"the body always leaves the loop in its first iteration (the `{jump}` of line "
+            f"{getattr(node.body[-1], 'lineno', '?')})")
+
+
 class _Transformer(Converter):
     def visit_For(self, node: gast.For):
         self.generic_visit(node)  # loops nested in this one have plans of their own
-        why = python_use(node)
+        why = leaves_at_once(node) or python_use(node)
         if why:
             anno.set(node, Anno.PYTHON_INDEX, why)
         uses = state_uses(node)

@@ -121,8 +121,9 @@ def plan_for(iterated: Iterated, trips: int | None = None, *, python_index: str 
         return Plan(Form.PYTHON, "its items are Python values, iterated as under `jax.jit`")
     if trips is not None:
         if python_index is not None:
-            return Plan(Form.UNROLLED, f"{python_index}, so a staged index (a traced int32) "
-                                       f"would change what the body computes", trips=trips)
+            return Plan(Form.UNROLLED, f"{python_index}: staged, its index (a traced int32) "
+                                       f"or its exit would change what the program does",
+                        trips=trips)
         if trips <= PYTHON_TRIPS:
             return Plan(Form.UNROLLED, f"at most {PYTHON_TRIPS} iterations are left, so the "
                                        f"index and Python numbers keep Python's meaning",

@@ -369,3 +369,35 @@ def test_lists_and_dicts_updated_in_a_staged_loop_are_updated_in_place(fn):
 @pytest.mark.parametrize("x", [3.0, -2.0])
 def test_dict_both_branches_update_in_place_is_seen_by_the_caller(x):
     assert float(jax.jit(autograph.convert(_abs_through_dict))(jnp.float32(x))) == abs(x)
+
+
+def _returns_at_once(x):
+    for _ in range(20):
+        x = x + 1.0
+        return x * 2.0
+    if x > 0:  # never reached: the loop returns in its first iteration
+        a = 1.0
+    return a
+
+
+def _continues_or_returns(x):
+    for _ in range(20):
+        if x > 3.0:
+            continue
+        x = x + 1.0
+        return x
+    return x
+
+
+def test_a_loop_whose_body_always_exits_at_once_runs_as_python():
+    # plain jax.jit runs the first iteration and returns; staged, the exit would be a
+    # traced flag, and the code after the loop a branch that cannot be traced
+    converted = jax.jit(autograph.convert(_returns_at_once))
+    assert float(converted(1.0)) == float(jax.jit(_returns_at_once)(1.0)) == 4.0
+    assert "python_index='the body always leaves the loop in its first iteration" in (
+        autograph.to_code(_returns_at_once))
+    # a `continue` before the exit may run the loop again: it stays staged
+    staged = jax.jit(autograph.convert(_continues_or_returns))
+    for x in (1.0, 5.0):
+        assert float(staged(x)) == _continues_or_returns(x)
+    assert "python_index" not in autograph.to_code(_continues_or_returns)
