@@ -191,13 +191,17 @@ class Generator:
     ``"match"`` (``match`` statements), ``"attributes"`` (the object ``o``), and
     each of ``python_values.FEATURES``.
     A feature left out takes no draws: excluding all of ``FEATURES`` gives the
-    programs each seed gave before they were added (``match`` statements,
-    added after them, are left out then too).
+    programs each seed gave before they were added (``match`` statements and
+    ``while`` loops with no counter (``"until_while"``), added after them, are
+    left out then too).
     """
 
     def __init__(self, ch: Chooser, *, p_maybe: float = 0.0015, max_depth: int = MAX_DEPTH,
                  exclude=()):
         self.ch = ch
+        # the grammar before python_values.FEATURES: newer constructs take no draws either
+        # (helpers, whose generators exclude FEATURES, follow the program's setting)
+        self.legacy = FEATURES <= set(exclude)
         self.exclude = frozenset(exclude)
         self.p_maybe = p_maybe
         self.max_depth = max_depth
@@ -441,6 +445,7 @@ class Generator:
                             {"ifexp", "value_boolop", "bool_assign", "python_bool"}
                             if straight else set()))
         sub.ret_kind = "f"
+        sub.legacy = self.legacy
         env = Env(defs=set(PARAMS), maybe=set(PARAMS))
         body, term = sub.block(env, 0, 1, 4 if straight else 5, kind="top")
         if not term:
@@ -685,7 +690,7 @@ class Generator:
 
     def while_stmt(self, env: Env, depth: int) -> list[str]:
         ch = self.ch
-        if "until_while" not in self.exclude and ch.flip(0.2):
+        if not self.legacy and "until_while" not in self.exclude and ch.flip(0.2):
             return self.until_stmt(env, depth)
         i = counter(depth)
         bound = ch.pick(["n", "3", "2", "k % 4", "n - 1", "j % 3"], [4, 1.5, 1, 1, 0.7, 0.7])

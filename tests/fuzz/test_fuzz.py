@@ -59,7 +59,10 @@ def programs(draw):
     return _Shown(prog.source, maybe_reads=prog.maybe_reads)
 
 
-_coord = st.one_of(st.floats(-3, 3, width=32), st.sampled_from([0.0, 1.0, -0.5, 2.0]))
+# no subnormals: XLA flushes them to zero in compiled code (CPU and GPU), so `x or 1.0`
+# of 2e-40 is 1.0 staged and 2e-40 in Python, a difference of the backend, not of conversion
+_coord = st.one_of(st.floats(-3, 3, width=32, allow_subnormal=False),
+                   st.sampled_from([0.0, 1.0, -0.5, 2.0]))
 _inputs = st.tuples(_coord, st.lists(_coord, min_size=3, max_size=3), st.integers(0, 4))
 
 
