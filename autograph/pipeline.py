@@ -128,7 +128,7 @@ def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = Tru
     directives = directive_calls.Resolver(node, namespace=namespace, imports=imports)
     checks.check(node, filename, directives)
     node.decorator_list = []
-    _keep_unconverted(node, directives)
+    kept = _keep_unconverted(node, directives)
     present: set = set()  # the node types in the tree
     ctx = Context(namer=Namer.for_tree(node, present), filename=filename, recursive=recursive,
                   super_args=super_args, class_name=class_name, directives=directives)
@@ -145,22 +145,27 @@ def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = Tru
         keeps = getattr(converter, "KEEPS", ())
         fresh = {a: kinds for a, kinds in fresh.items() if a in keeps}
         present |= set(getattr(converter, "EMITS", ()))
-    _put_back_unconverted(node)
+    if kept:
+        _put_back_unconverted(node)
     return node
 
 
-def _keep_unconverted(node: gast.FunctionDef, directives: directive_calls.Resolver) -> None:
+def _keep_unconverted(node: gast.FunctionDef, directives: directive_calls.Resolver) -> bool:
     """Keeps the user's body of each nested function decorated with ``do_not_convert``.
 
     The passes still rewrite it, so that the analyses of the enclosing code
     see the same names, and ``_put_back_unconverted`` restores it: the
-    decorator then marks a function that runs as written, as it says.
+    decorator then marks a function that runs as written, as it says. Returns
+    whether there was one.
     """
+    kept = False
     for child in gast.walk(node):
-        if isinstance(child, gast.FunctionDef) and child is not node and any(
-                directives.of(d) is directive_calls.Directive.DO_NOT_CONVERT
-                for d in child.decorator_list):
+        if (isinstance(child, gast.FunctionDef) and child is not node and child.decorator_list
+                and any(directives.of(d) is directive_calls.Directive.DO_NOT_CONVERT
+                        for d in child.decorator_list)):
             anno.set(child, Anno.UNCONVERTED_BODY, copy.deepcopy(child.body))
+            kept = True
+    return kept
 
 
 def _put_back_unconverted(node: gast.FunctionDef) -> None:
