@@ -105,14 +105,15 @@ def module_imports(tree: gast.AST) -> dict[str, str]:
     return out
 
 
-def _chain(func: gast.expr) -> tuple[str, tuple[str, ...]] | None:
-    attrs = []
-    while isinstance(func, gast.Attribute):
-        attrs.append(func.attr)
-        func = func.value
-    if not isinstance(func, gast.Name):
+def dotted(node: gast.expr) -> tuple[str, ...] | None:
+    """``("a", "b", "c")`` for ``a.b.c``; None for anything but a name and attributes."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, gast.Name):
         return None
-    return func.id, tuple(reversed(attrs))
+    return (node.id, *reversed(parts))
 
 
 class Resolver:
@@ -142,10 +143,10 @@ class Resolver:
 
     def of(self, func: gast.expr) -> Directive | None:
         """The directive ``func`` (a call's function, a decorator) names, or None."""
-        chain = _chain(func)
+        chain = dotted(func)
         if chain is None:
             return None
-        root, attrs = chain
+        root, attrs = chain[0], chain[1:]
         if attrs and attrs[-1] not in _NAMES:
             return None  # `jnp.sin`: no module is asked for its attributes
         if root in self._local_imports:

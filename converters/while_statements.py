@@ -40,7 +40,7 @@ from autograph import anno, templates
 from autograph.analysis import Analysis, carried
 from autograph.anno import Anno
 from autograph.context import Context
-from autograph.directive_calls import Directive, Resolver
+from autograph.directive_calls import Directive, Resolver, dotted
 from autograph.scopes import FunctionScopes
 from autograph.templates import cell_params, mark_generated, state_init, with_returns
 
@@ -106,26 +106,16 @@ def _invariant(limit: gast.expr, body) -> bool:
     """
     if isinstance(limit, gast.Constant):
         return type(limit.value) is int
-    chain = _dotted(limit)
+    chain = dotted(limit)
     if chain is None:
         return False
     for node in gast.walk(gast.Module(body=body, type_ignores=[])):
         if isinstance(getattr(node, "ctx", None), (gast.Store, gast.Del)):
-            target = _dotted(node)
+            target = dotted(node)
             if target is not None and (target == chain[:len(target)] if isinstance(
                     node, gast.Name) else target == chain):
                 return False
     return True
-
-
-def _dotted(node) -> tuple[str, ...] | None:
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, gast.Name):
-        return None
-    return (node.id, *reversed(parts))
 
 
 def counter_bound(node: gast.While, body: list[gast.stmt], state) -> gast.expr | None:
