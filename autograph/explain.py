@@ -25,7 +25,7 @@ import textwrap
 import gast
 
 from autograph import analysis, anno, checks, directive_calls, tree_formats
-from autograph.analysis import Analysis, activity, carried
+from autograph.analysis import Analysis, activity, carried, invisible
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.converters import (
@@ -108,8 +108,10 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     Raises:
       ConversionError: ``node`` uses syntax that cannot be converted.
     """
-    directives = directive_calls.Resolver(
-        node, imports=directive_calls.module_imports(tree_formats.parse_gast(source)))
+    module = tree_formats.parse_gast(source)
+    imports = directive_calls.module_imports(module)
+    top_level = {f.name: f for f in module.body if isinstance(f, gast.FunctionDef)}
+    directives = directive_calls.Resolver(node, imports=imports)
     checks.check(node, filename, directives)
     user_names = _identifiers(node)
     user_nodes, user_tests = {}, {}
@@ -128,9 +130,11 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     kept = {_key(n) for n in _walk(node) if getattr(n, _MARK, False)}
     lines = source.splitlines()
     blocks: list[Block] = []
-    _Describer(blocks, lines, source, user_nodes, user_tests, kept, ctx.namer.roles,
-               directives).function(
-        node, qualname, {})
+    describer = _Describer(blocks, lines, source, user_nodes, user_tests, kept, ctx.namer.roles,
+                           directives)
+    describer.scope = invisible.SourceScope(imports, top_level)
+    describer.filename = filename
+    describer.function(node, qualname, {})
     params = tuple(a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs)
     params += tuple(a.id for a in (node.args.vararg, node.args.kwarg) if a is not None)
     return Explanation(qualname, filename, node.lineno, params, blocks, generated)
@@ -264,6 +268,8 @@ class _Describer:
         self.user_tests = user_tests
         self.kept = kept
         self.roles = roles  # generated name -> naming.Role
+        self.scope: invisible.Scope = invisible.Scope(None)
+        self.filename = ""
 
     def function(self, fn: gast.FunctionDef, qualname: str, outer_deps: dict) -> None:
         deps = _dependencies(fn, outer_deps)
@@ -427,7 +433,19 @@ class _Describer:
             before = f"a Python loop while neither `{it_text}` nor the loop state is traced; "
         if why:
             before = ""
+        proof = self._proof(origin if origin is not None else node, block, why)
+        if proof is not None and not proof.proven:
+            block.plans = tuple((when, plan_for(Iterated.STATIC, plan.trips, exits=exits,
+                                                unproven=proof.why)
+                                 if plan.form in (Form.SCAN, Form.EXITING_SCAN) else plan)
+                                for when, plan in block.plans)
         block.runtime = before + _ways(block.plans) + early
+        if proof is not None and proof.proven and proof.pending:
+            calls = ", ".join(f"`{c}`" for c in proof.pending[:6])
+            block.runtime += (f"; it stages only if the calls of {calls} are proven free of "
+                              f"effects when the loop runs (by what they are: `jnp`/`lax` "
+                              f"functions, helpers that only compute on arrays); otherwise it "
+                              f"runs as the Python loop `jax.jit` unrolls")
         if any(p.form in (Form.SCAN, Form.EXITING_SCAN) for _, p in block.plans):
             block.runtime += (
                 "; a staged body whose numbers computed from the index alone would differ "
@@ -448,6 +466,17 @@ class _Describer:
             clauses.append(f"the state ({state}) depends on "
                            + (", ".join(f"`{a}`" for a in args) if args else "no argument"))
         block.depends = "; ".join(clauses)
+
+    def _proof(self, node, block: Block, why: str | None):
+        """The staging proof of a static `for` that could stage (see
+        ``analysis.invisible``), from the source alone; None where it cannot stage."""
+        if why or not any(p.form in (Form.SCAN, Form.EXITING_SCAN) for _, p in block.plans):
+            return None
+        if not isinstance(node, gast.For):
+            return None
+        # the user's own variables: the flags the jump lowering adds only stop the loop
+        carried = tuple(n for n in block.carried_in if n not in self.roles)
+        return invisible.prove_source_loop(node, self.scope, carried, self.filename)
 
     def _while_plans(self, node: gast.While, options: dict[str, str], state):
         """The plans of a staged `while` (see ``runtime.loop_plan.plan_while``), with when

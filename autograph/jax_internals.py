@@ -67,6 +67,7 @@ from jax._src.lib import _jax  # noqa: E402
 from jax._src.sharding_impls import UnspecifiedValue  # noqa: E402
 
 __all__ = [
+    "private_modules",
     "OLDEST", "VERSION", "ArrayImpl", "is_concrete", "convert_element_type", "trace_to_jaxpr",
     "bind_while", "cpp_jit_builder", "jit_info", "jit_cache_miss", "is_unspecified",
     "output_runtime_tokens",
@@ -83,6 +84,12 @@ def _fallback(shim: str, error: BaseException) -> None:
 
 
 # -- values ---------------------------------------------------------------------------
+
+def private_modules(public: tuple[str, ...]) -> tuple[str, ...]:
+    """The private modules (``jax._src.numpy``, ...) whose functions the public
+    modules ``jax.numpy``, ... export: their ``__module__`` names these."""
+    return tuple(f"jax._src.{name}" for name in public)
+
 
 def is_concrete(value) -> bool:
     """Whether a tracer (or array) has a known value (``jax._src.core.is_concrete``):

@@ -122,20 +122,30 @@ def _staged_updating(pred, true_fn, false_fn, init, names, exits):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _refuse_outside_changes(outside: OuterState) -> None:
+def _refuse_outside_changes(outside: OuterState, what: str = "a branch of an "
+                                                              "array-dependent `if`") -> None:
     """Both branches ran their Python while tracing: what they changed outside the
     `if` (a global object's attribute, a list, a closure's cell) changed whatever
-    the condition, where Python changes it only on the branch it takes."""
+    the condition, where Python changes it only on the branch it takes. ``what``
+    names the block (the right operand of an `and`/`or` is one such branch)."""
     changed = outside.changed()
     if changed is None:
         return
     outside.restore()
     raise errors.BranchError(
-        "a branch of an array-dependent `if` cannot change what lies outside the function",
-        observed=f"a branch changes {changed}; both branches' Python runs while tracing, "
-                 f"so the change would happen whatever the condition",
+        f"{what} cannot change what lies outside the function",
+        observed=f"it changes {changed}; its Python runs while tracing, so the change "
+                 f"would happen whatever the condition",
         fix="return the new value from the function (or keep it in a local variable assigned "
             "on both branches), or make the condition a Python value")
+
+
+def refuse_outside_changes(fns, run: Callable[[], Any], what: str) -> Any:
+    """``run()``, refused as a branch that changes what lies outside the function."""
+    outside = OuterState(fns)
+    out = run()
+    _refuse_outside_changes(outside, what)
+    return out
 
 
 def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any]) -> Any:

@@ -10,7 +10,7 @@ from jax import lax
 
 from autograph import errors
 
-from .conditionals import if_exp
+from .conditionals import if_exp, refuse_outside_changes
 from .conditions import condition
 from .values import describe, fail_at_run_time, is_traced, taken_when
 
@@ -93,7 +93,10 @@ def _staged_test(c, right_thunk, op: str):
     needed = c if op == "and" else jnp.logical_not(c)
     try:
         with taken_when(needed):
-            right = right_thunk()
+            # staged like a branch of an `if`: its Python runs whatever `left` is
+            right = refuse_outside_changes(
+                (right_thunk,), right_thunk,
+                f"the right operand of an `{op}` whose left operand is traced")
     except errors.UndefinedVariableError as e:
         fail_at_run_time(jnp.logical_not(needed), e)
         return c
@@ -119,7 +122,10 @@ def _staged(left, c, right_thunk, op: str):
     needed = c if op == "and" else jnp.logical_not(c)
     try:
         with taken_when(needed):
-            right = right_thunk()
+            # staged like a branch of an `if`: its Python runs whatever `left` is
+            right = refuse_outside_changes(
+                (right_thunk,), right_thunk,
+                f"the right operand of an `{op}` whose left operand is traced")
     except errors.UndefinedVariableError as e:
         fail_at_run_time(jnp.logical_not(needed), e)
         return left

@@ -95,7 +95,7 @@ class Plan:
 
 
 def plan_for(iterated: Iterated, trips: int | None = None, *, python_index: str | None = None,
-             exits: bool = False, rewindable: bool = True) -> Plan:
+             exits: bool = False, rewindable: bool = True, unproven: str | None = None) -> Plan:
     """How a `for` loop runs, from the iterable and the trips it has left.
 
     Args:
@@ -108,6 +108,9 @@ def plan_for(iterated: Iterated, trips: int | None = None, *, python_index: str 
       exits: whether the body has a ``break`` or ``return`` (``extra_test``).
       rewindable: False where the body reads an iterator (a generator) that a
         staging attempt would draw from and cannot put back.
+      unproven: what kept the proof that staging is invisible from clearing the
+        body (``autograph.analysis.invisible``), or None where it cleared it or
+        has not read it yet.
 
     Returns:
       The plan: ``PYTHON`` for other iterables, ``CHECKPOINTED`` for a traced
@@ -124,6 +127,9 @@ def plan_for(iterated: Iterated, trips: int | None = None, *, python_index: str 
             return Plan(Form.UNROLLED, f"{python_index}: staged, its index (a traced int32) "
                                        f"or its exit would change what the program does",
                         trips=trips)
+        if unproven is not None:
+            return Plan(Form.UNROLLED, f"staging it is not proven to leave the program as "
+                                       f"it is: {unproven}", trips=trips)
         if trips <= PYTHON_TRIPS:
             return Plan(Form.UNROLLED, f"at most {PYTHON_TRIPS} iterations are left, so the "
                                        f"index and Python numbers keep Python's meaning",

@@ -47,8 +47,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from autograph import errors, tree_formats
+from autograph.analysis import invisible
 
-from . import attributes, loop_plan, objects, run_time_errors
+from . import attributes, calls, loop_plan, objects, run_time_errors
 from .bounded import counted_loop
 from .carry import Carry, KeyOrderError, infer_undefined, prepare_state
 from .checkpointed import checkpointed_loop
@@ -84,6 +85,10 @@ from .values import (
 )
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
+
+invisible.set_runtime_checks(
+    calls.marked_do_not_convert,
+    lambda f: getattr(f, "__wrapped__", None) if calls.converted_of(f) is not None else None)
 
 
 class Bound(NamedTuple):
@@ -492,15 +497,26 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             if python_index is not None and long and st_any_traced((state, seq.xs)):
                 _note_python_loop(python_index, seq.n)
             return _python_for(_items_from(seq, k), body, state, names, extra_test)
+        x = seq.python_slice(k)
         if plan.form is Form.EXITING_SCAN and extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
-                return _scan_for(seq, k, body, state, names, extra_test)
+                plan, verdict = _proven(plan, seq, k, x, body, state, names, extra_test,
+                                        exiting=True)
+                if plan.form is Form.UNROLLED:
+                    return _unproven_for(plan, seq, k, body, state, names, extra_test)
+                out = _scan_for(seq, k, body, state, names, extra_test)
+                plan = _followed(plan, verdict, names, out, extra_test)
+                if plan.form is Form.UNROLLED:
+                    return _unproven_for(plan, seq, k, body, state, names, extra_test)
+                return out
             if not c:
                 return state
-        x = seq.python_slice(k)
         if (st_any_traced(state) or (x is not None and st_any_traced(x)) or (
                 iterations is not None and iterations.assigned_traced())) and not _in_linen():
+            plan, verdict = _proven(plan, seq, k, x, body, state, names, extra_test)
+            if plan.form is Form.UNROLLED:
+                return _unproven_for(plan, seq, k, body, state, names, extra_test)
             outside = OuterState((body, extra_test), state, names, owned=attributes.owned_ids(
                 state, (body, extra_test), names, leading=1))
             if not outside.can_rewind_all():
@@ -520,6 +536,10 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 changed = outside.changed()
                 if changed is not None:
                     raise _changes_outside("for", changed)
+                plan = _followed(plan, verdict, names, out, extra_test)
+                if plan.form is Form.UNROLLED:
+                    outside.restore()  # what the staged trace set, run again by Python
+                    return _unproven_for(plan, seq, k, body, state, names, extra_test)
                 return out
             # Never worse than `jax.jit`, which unrolls this loop: a static trip count
             # lets Python run what `lax.scan` cannot stage, whatever stopped it (a carry
@@ -556,6 +576,45 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
         state = tuple(body(seq.element(k, x), *state))
         k += 1
     return state
+
+
+def _proven(plan: Plan, seq, k: int, x, body, state, names, extra_test, *,
+            exiting: bool = False) -> tuple[Plan, invisible.Verdict]:
+    """The plan once the proof has read the body: staged only where staging cannot
+    change what the program does (see ``autograph.analysis.invisible``), and the
+    verdict, whose Python numbers the staged loop must hand back as they are."""
+    verdict = invisible.prove_loop(body, extra_test, state, names, seq.element(k, x))
+    why = None if verdict.proven else verdict.why
+    if why is None and exiting and verdict.attributes:
+        # staged from a traced exit test, nothing could undo what it sets if it then
+        # had to run as Python
+        obj, name = verdict.attributes[0]
+        why = f"it counts a Python number in `{type(obj).__name__}.{name}` while its exit is traced"
+    if why is None:
+        return plan, verdict
+    return plan_for(Iterated.STATIC, plan.trips, exits=extra_test is not None,
+                    unproven=why), verdict
+
+
+def _followed(plan: Plan, verdict: invisible.Verdict, names, out, extra_test) -> Plan:
+    """The plan after staging: a Python int the loop carries, or a Python number it
+    counts in an attribute, that the staged loop could not follow exactly (past
+    ``intervals.FOLLOW_LIMIT`` steps, or computed in a way it cannot follow) comes
+    out traced, where the unrolled loop keeps a Python number: Python then."""
+    late = [f"`{n}`" for n in verdict.python_ints if is_traced(out[names.index(n)])]
+    late += [f"`{type(o).__name__}.{a}`" for o, a in verdict.attributes
+             if is_traced(getattr(o, a, None))]
+    if not late:
+        return plan
+    return plan_for(Iterated.STATIC, plan.trips, exits=extra_test is not None,
+                    unproven=f"the loop keeps a Python number in {late[0]} that the staged "
+                             f"loop cannot hand back as a Python number")
+
+
+def _unproven_for(plan: Plan, seq, k: int, body, state, names, extra_test):
+    """A loop the proof could not clear: the Python loop plain `jax.jit` unrolls."""
+    _note_python_loop(plan.reason, seq.n - k, proof=True)
+    return _python_for(_items_from(seq, k), body, state, names, extra_test)
 
 
 def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:

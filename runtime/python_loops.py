@@ -36,7 +36,7 @@ _INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionE
 python_loops: list[tuple[Any, str, int]] = []
 
 
-def _note_python_loop(why: str, trips: int) -> None:
+def _note_python_loop(why: str, trips: int, *, proof: bool = False) -> None:
     """Remembers a loop over a static range run as Python for its index's sake; one
     whose trip count makes unrolling costly also warns, once per place."""
     loc = errors.current_location()
@@ -48,6 +48,13 @@ def _note_python_loop(why: str, trips: int) -> None:
     if trips > WARN_TRIPS:
         import warnings
         where = f"{loc.short}: " if loc is not None else ""
+        if proof:
+            warnings.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in "
+                          f"Python, as under plain `jax.jit`, because {why}. A body that "
+                          f"only computes on arrays (operators, `jnp`/`lax` functions, "
+                          f"helpers of that kind) stages as one `lax.scan`; `autograph "
+                          f"explain` shows what blocks it", stacklevel=5)
+            return
         warnings.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in Python, "
                       f"as under plain `jax.jit`, because {why}; staged as one `lax.scan` its "
                       f"index would be a traced int32. Use the index only in arithmetic, "

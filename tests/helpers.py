@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import pathlib
+import re
 import textwrap
 import types
 
@@ -198,3 +200,20 @@ def _fixed_or_rejected(fn, snippets, run, want):
 def count(f) -> int:
     """How many times the ``autograph.function`` ``f`` has traced."""
     return f.experimental_get_tracing_count()
+
+
+@contextlib.contextmanager
+def runs_as_python(match: str = ""):
+    """Asserts that a static `for` loop the block runs is run as the Python loop
+    `jax.jit` unrolls (noted by the runtime, with why), the reason matching ``match``."""
+    from autograph.runtime import python_loops
+    notes = python_loops.python_loops
+    before = list(notes)
+    notes.clear()
+    try:
+        yield
+        reasons = [why for _, why, _ in notes]
+        assert any(re.search(match, why) for why in reasons), (
+            f"no static loop ran as Python for a reason matching {match!r}: {reasons}")
+    finally:
+        notes[:] = before
