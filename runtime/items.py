@@ -55,6 +55,10 @@ def setitem(obj: Any, index: Any, value: Any,
     if not _is_jax_array(obj):
         if op is not None:
             value = op(obj[index], value)
+        elif isinstance(obj, tuple) and obj[index] is value:
+            # `t[0][k] = v` on a list a tuple holds: the list is updated in place,
+            # and Python never stores into the tuple
+            return obj
         obj[index] = value
         return obj
     refuse_numpy_update(obj)  # a staged loop's stand-in for a NumPy array it carries

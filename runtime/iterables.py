@@ -218,20 +218,28 @@ def enumerate_(iterable: Iterable[Any], start: int = 0) -> Iterable[tuple[Any, A
     return enumerate(iterable, start) if seq is None else _EnumerateSeq(seq, start)
 
 
-def zip_(*iterables: Iterable[Any]) -> Iterable[tuple] | TracedSeq:
+def zip_(*iterables: Iterable[Any], strict: bool = False) -> Iterable[tuple] | TracedSeq:
     """``zip``; stays stageable when every iterable is a range or an array.
 
     The semantics are given by this Python implementation::
 
-        return zip(*iterables)
+        return zip(*iterables, strict=strict)
 
     Args:
       *iterables: what to zip.
+      strict: as for ``zip``: iterables of different lengths raise ``ValueError``
+        (for ranges and arrays of static lengths, before the loop runs).
 
     Returns:
       Python's ``zip`` object, or, when every iterable is a range or an array
       (also of traced length), a sequence ``for_stmt`` can stage.
     """
+    if strict:
+        seqs = [as_seq(it) for it in iterables]
+        if not all(s is not None and type(s.n) is int for s in seqs):
+            return zip(*iterables, strict=True)  # Python checks as it goes
+        if len({s.n for s in seqs}) > 1:
+            return zip(*iterables, strict=True)  # raises as Python does, where it does
     seqs = [it if isinstance(it, TracedSeq) else as_seq(it) for it in iterables]
     if any(isinstance(s, TracedSeq) for s in seqs) and all(s is not None for s in seqs):
         lengths = [s.length if isinstance(s, TracedSeq) else s.n for s in seqs]

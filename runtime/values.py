@@ -363,7 +363,12 @@ def describe(x) -> str:
 
 
 def any_traced(tree) -> bool:
-    return any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(tree))
+    try:
+        leaves = jax.tree_util.tree_leaves(tree)
+    except (TypeError, ValueError):  # a dict whose keys do not sort (`{1: a, "b": c}`)
+        from .key_order import ordered
+        leaves = jax.tree_util.tree_leaves(ordered(tree))
+    return any(isinstance(leaf, Tracer) for leaf in leaves)
 
 
 def outer_assigned(name: str, construct: str) -> None:
