@@ -168,6 +168,8 @@ class Program:
     source: str
     name: str = "f"
     maybe_reads: int = 0   # reads of a variable that some path leaves unassigned
+    loops: int = 0         # proof programs: their long static loops,
+    clean_loops: int = 0   # and those whose body only computes on arrays (may stage)
 
 
 # ---------------------------------------------------------------------------
@@ -194,11 +196,20 @@ class Generator:
     programs each seed gave before they were added (``match`` statements and
     ``while`` loops with no counter (``"until_while"``), added after them, are
     left out then too).
+
+    ``proof``: draw instead a program of the loops a static-loop staging proof
+    must refuse or clear (``tests/fuzz/staging_proof.py``): straight-line code,
+    which plain ``jax.jit`` runs, around ``for`` loops of 17-40 static steps
+    with traced state that call helpers with effects, use the index as a Python
+    value, or only compute on arrays. Off by default, when it takes no draws:
+    every seed draws the program it drew before. ``exclude`` leaves out its
+    kinds too (``staging_proof.PROOF_FEATURES``).
     """
 
     def __init__(self, ch: Chooser, *, p_maybe: float = 0.0015, max_depth: int = MAX_DEPTH,
-                 exclude=()):
+                 exclude=(), proof: bool = False):
         self.ch = ch
+        self.proof = proof
         # the grammar before python_values.FEATURES: newer constructs take no draws either
         # (helpers, whose generators exclude FEATURES, follow the program's setting)
         self.legacy = FEATURES <= set(exclude)
@@ -782,6 +793,9 @@ class Generator:
     # -- programs ----------------------------------------------------------------
 
     def program(self) -> Program:
+        if self.proof:
+            from tests.fuzz.staging_proof import StagingProof
+            return StagingProof(self).program()
         ch = self.ch
         prelude = ""
         if "helpers" not in self.exclude:

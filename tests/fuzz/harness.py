@@ -22,6 +22,16 @@ What a run prints is compared as well: the converted function's text (after
 landed) must be the Python run's, in the same order, numbers equal within
 the tolerance and the precision they are printed with, spacing aside.
 
+So are the effects of a program that keeps them (``tests/fuzz/staging_proof.py``:
+its module defines ``fuzz_effects()`` and ``fuzz_reset()``). Each run starts
+from ``fuzz_reset()`` and ends with a snapshot of ``fuzz_effects()``: logged
+messages, ``StringIO`` text, counters, lists, with the text of a tracer (the
+same object in both, traced whether staged or not) read as ``<traced>``. The
+eager converted run must leave exactly the Python run's; the jitted converted
+run exactly what plain ``jax.jit(f)`` leaves on the same call (the first call
+traces, so effects at trace time happen then; later calls hit the cache), or
+the outcome is a ``failure`` (``jit-wrong-effects``).
+
 The outcome of a program is one of
 
 * ``ok``: converted and correct;
@@ -35,7 +45,7 @@ The outcome of a program is one of
 * ``skipped``: the plain result overflowed, or the two results differ but the
   plain result itself moves beyond the tolerance when the inputs move by a
   few ulps (a near tie, ``sin`` of a huge number): rounding decides;
-* ``failure``: anything else: a wrong value or printed text, a value where
+* ``failure``: anything else: a wrong value, printed text or effect, a value where
   Python raised, an internal error (not an ``AutographError``), or an
   ``AutographError`` that does not name a line of the user's file.
 """
@@ -55,6 +65,7 @@ import traceback
 import warnings
 
 import jax
+import jax.extend.core as jax_extend_core
 import jax.numpy as jnp
 import numpy as np
 
@@ -141,16 +152,69 @@ class Run:
     value: object = None
     error: BaseException | None = None
     out: str = ""                  # what the call printed
+    effects: object = None         # the program's effects after the call (`Effects`)
 
     @property
     def raised(self):
         return self.error is not None
 
 
-def _call(fn, args) -> Run:
+_TRACER_TEXT = re.compile(r"Traced<[^>]*>(?:with<[^>]*>)?|\b\w*Tracer\([^()]*\)")
+
+
+def _plain(value):
+    """An effect snapshot as plain data: tracers (and their text) as ``<traced>``."""
+    if isinstance(value, jax.core.Tracer):
+        return "<traced>"
+    if isinstance(value, str):
+        return _TRACER_TEXT.sub("<traced>", value)
+    if isinstance(value, dict):
+        return {k: _plain(x) for k, x in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(x) for x in value]
+    if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+        return np.asarray(value).tolist()
+    return value
+
+
+class Effects:
+    """The effect state of a program whose module defines ``fuzz_effects`` and ``fuzz_reset``."""
+
+    def __init__(self, snapshot, reset):
+        self._snapshot, self._reset = snapshot, reset
+
+    @classmethod
+    def of(cls, f) -> "Effects | None":
+        names = getattr(f, "__globals__", {})
+        if callable(names.get("fuzz_effects")) and callable(names.get("fuzz_reset")):
+            return cls(names["fuzz_effects"], names["fuzz_reset"])
+        return None
+
+    def reset(self) -> None:
+        self._reset()
+
+    def snapshot(self):
+        return _plain(self._snapshot())
+
+
+def compare_effects(got, want) -> str | None:
+    """None when two effect snapshots are equal, else the first difference."""
+    if got == want:
+        return None
+    for key in sorted(set(got) | set(want)):
+        if got.get(key) != want.get(key):
+            a, b = repr(got.get(key)), repr(want.get(key))
+            short = (lambda t: t if len(t) <= 300 else t[:300] + "...")
+            return f"{key}: got {short(a)}, want {short(b)}"
+    return "effects differ"
+
+
+def _call(fn, args, effects: Effects | None = None) -> Run:
     text = io.StringIO()
     with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stdout(text):
         warnings.simplefilter("ignore")
+        if effects is not None:
+            effects.reset()
         try:
             run = Run(value=fn(*args))
         except Exception as e:  # noqa: BLE001 - classified by the caller
@@ -159,6 +223,8 @@ def _call(fn, args) -> Run:
             jax.effects_barrier()   # prints staged by the call land in `text`
         except Exception:  # noqa: BLE001 - a failed computation's effects
             pass
+        if effects is not None:
+            run.effects = effects.snapshot()
     run.out = text.getvalue()
     return run
 
@@ -299,12 +365,13 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
     except Exception as e:  # noqa: BLE001
         return out("failure", "conversion raised an internal error: " + _internal(e),
                    _sig("conversion-internal", e))
+    fx = Effects.of(f)
     plain_np, plain_jx = [], []
     for args in inputs:
-        want = _call(f, _copy(args))
-        got = _call(cf, _copy(args))
+        want = _call(f, _copy(args), fx)
+        got = _call(cf, _copy(args), fx)
         plain_np.append(want)
-        plain_jx.append(_call(f, _as_jax(args)))
+        plain_jx.append(_call(f, _as_jax(args), fx))
         if want.raised:
             if not got.raised:
                 return out("failure", f"eager converted returned {got.value!r} where Python "
@@ -325,14 +392,21 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
             if diff is not None:
                 return out("failure", f"eager converted prints differently: {diff}",
                            _sig("eager-wrong-output"))
+            if fx is not None and (diff := compare_effects(got.effects, want.effects)):
+                return out("failure", f"eager converted's effects differ from Python's: "
+                           f"{diff}", _sig("eager-wrong-effects", extra=diff.split(":")[0]))
 
     # 2. jitted: traced once, run on every input set; plain `jax.jit(f)` where it decides
     jf, pjf = jax.jit(cf), jax.jit(f)
+    if fx is not None:
+        def plain(*args):   # a function of its own: no trace shared with `jf` through a cache
+            return f(*args)
+        pjf = jax.jit(plain)
     plain_jit: dict[int, Run] = {}
 
     def jit_ref(idx) -> Run:
         if idx not in plain_jit:
-            plain_jit[idx] = _call(pjf, _as_jax(inputs[idx]))
+            plain_jit[idx] = _call(pjf, _as_jax(inputs[idx]), fx)
         return plain_jit[idx]
 
     def as_plain_jit(idx, value) -> bool:
@@ -341,7 +415,13 @@ def check_function(f, input_sets, *, source: str = "") -> Outcome:
     jit_limit = None
     for idx, args in enumerate(inputs):
         ref, ref_np = plain_jx[idx], plain_np[idx]
-        got = _call(jf, _copy(args))
+        got = _call(jf, _copy(args), fx)
+        if fx is not None and not got.raised and not jit_ref(idx).raised:
+            # the same call of each (the first traces): effects at trace time must agree
+            diff = compare_effects(got.effects, jit_ref(idx).effects)
+            if diff is not None:
+                return out("failure", f"jit's effects differ from plain jax.jit's: {diff}",
+                           _sig("jit-wrong-effects", extra=diff.split(":")[0]))
         if got.raised:
             e = got.error
             if isinstance(e, autograph.AutographError):
@@ -397,6 +477,32 @@ GRID = [make_inputs(x, v, n) for n in range(5) for x in (-2.0, -0.5, 0.0, 0.7, 2
 def plain_valid(f) -> bool:
     """Whether ``f`` runs without error in plain Python on every input of ``GRID``."""
     return not any(_call(f, _as_jax(args)).raised for args in GRID)
+
+
+def staged_scans(source: str, args, programs: ProgramDir) -> int | None:
+    """The ``scan``s in the jaxpr of ``autograph.convert(f)`` traced on ``args`` (the static
+    loops it staged as one ``lax.scan``), or None where tracing raises."""
+    f = programs.load(source)
+    fx = Effects.of(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            closed = jax.make_jaxpr(autograph.convert(f))(*_as_jax(args))
+        except Exception:  # noqa: BLE001 - counted as unknown
+            return None
+        finally:
+            if fx is not None:
+                fx.reset()
+
+    def count(jaxpr) -> int:
+        total = 0
+        for eqn in jaxpr.eqns:
+            total += eqn.primitive.name == "scan"
+            for sub in jax_extend_core.jaxprs_in_params(eqn.params):
+                total += count(sub)
+        return total
+
+    return count(closed.jaxpr)
 
 
 def check_source(source: str, input_sets, programs: ProgramDir) -> Outcome:

@@ -68,12 +68,17 @@ def _is_counter_step(st) -> bool:
             and re.fullmatch(r"i\d", st.target.id) is not None)
 
 
-def _protected(tree):
-    """ids of expressions whose edits could make a loop run forever."""
+def _protected(tree, keep_loops=False):
+    """ids of expressions whose edits could make a loop run forever, and with
+    ``keep_loops`` the iterables of ``for`` loops (a program of ``staging_proof``:
+    as ``range(n)`` or ``range(1)`` a loop is no longer one the proof decides on)."""
     ids = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.While):
             for sub in ast.walk(node.test):
+                ids.add(id(sub))
+        if keep_loops and isinstance(node, ast.For):
+            for sub in ast.walk(node.iter):
                 ids.add(id(sub))
         if _is_counter_step(node):
             for sub in ast.walk(node):
@@ -81,7 +86,7 @@ def _protected(tree):
     return ids
 
 
-def candidates(src, statements_only=False):
+def candidates(src, statements_only=False, keep_loops=False):
     tree = ast.parse(src)
     lists = list(_stmt_lists(tree))
     # 1. delete statements (the function's final statements last)
@@ -125,7 +130,7 @@ def candidates(src, statements_only=False):
             def drop_extra(tree, nodes, idx=idx):
                 nodes[idx].test = nodes[idx].test.values[0]
             yield drop_extra
-    protected = _protected(tree)
+    protected = _protected(tree, keep_loops)
     for idx, node in enumerate(nodes):
         if id(node) in protected:
             continue
@@ -176,6 +181,8 @@ def shrink(source, inputs, signature, *, log=None, max_checks=3000, progress=Non
     """The smallest (source, inputs) found whose outcome has ``signature``."""
     programs = harness.ProgramDir()
     checks = [0]
+    # a program of `staging_proof` (it keeps effects) keeps its static loops static
+    keep_loops = "def fuzz_effects(" in source
     signal.signal(signal.SIGALRM, _alarm)   # an edit may make a Python loop run forever
 
     def fails(src, ins):
@@ -204,7 +211,7 @@ def shrink(source, inputs, signature, *, log=None, max_checks=3000, progress=Non
             changed = False
             i = 0
             while checks[0] < max_checks:
-                edits = list(candidates(source, statements_only))
+                edits = list(candidates(source, statements_only, keep_loops))
                 if i >= len(edits):
                     break
                 new = _edit(source, edits[i])
