@@ -118,12 +118,18 @@ def _first(count):
 @given(prog=programs(), inputs=st.lists(_inputs, min_size=3, max_size=3))
 @_first(GRAMMAR_EXAMPLES)
 def test_converted_programs_match_python(prog, inputs):
+    _checked(prog, inputs)
+
+
+def _checked(prog, inputs) -> harness.Outcome:
+    """Runs ``prog`` on each input set, counts its outcome, and fails on a difference."""
     input_sets = [harness.make_inputs(*i) for i in inputs]
     outcome = harness.check_source(prog.source, input_sets, _PROGRAMS)
     STATS[outcome.kind] += 1
     if outcome.kind == "refused":
         REFUSALS[outcome.signature] += 1
     assert not outcome.failed, outcome.report()
+    return outcome
 
 
 @_settings(PROOF_EXAMPLES)
@@ -135,12 +141,7 @@ def test_loops_a_staging_proof_must_refuse_or_clear_match_plain_jit(prog, inputs
     Two input sets: the first call traces (the effects at trace time), the second
     hits the cache of both (none); no branch on an input decides more.
     """
-    input_sets = [harness.make_inputs(*i) for i in inputs]
-    outcome = harness.check_source(prog.source, input_sets, _PROGRAMS)
-    STATS[outcome.kind] += 1
-    if outcome.kind == "refused":
-        REFUSALS[outcome.signature] += 1
-    assert not outcome.failed, outcome.report()
+    outcome = _checked(prog, inputs)
     # plain Python and plain `jax.jit` run every such program: it is the reference
     assert outcome.kind != "both_raised", "a program plain jax.jit cannot run:\n" + (
         outcome.report())
