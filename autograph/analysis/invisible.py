@@ -62,6 +62,7 @@ known and reports what it could decide.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import collections
 import dataclasses
@@ -72,6 +73,7 @@ import linecache
 import math
 import operator
 import os
+import re
 import sys
 import sysconfig
 import threading
@@ -1495,20 +1497,14 @@ def _statement_name(s) -> str:
 
 
 def _text(node) -> str:
+    """The source text of ``node`` for a message, with converted calls as written."""
     if node is None:
         return "?"
     try:
-        text = tree_formats.unparse(node) if hasattr(tree_formats, "unparse") else None
+        text = ast.unparse(tree_formats.to_ast(node)).strip()
     except Exception:  # noqa: BLE001 - a description only
-        text = None
-    if text is None:
-        try:
-            import ast
-            text = ast.unparse(tree_formats.to_ast(node))
-        except Exception:  # noqa: BLE001 - a description only
-            return type(node).__name__
-    text = text.strip()
-    text = text.replace("ag__.converted_call(", "(")
+        return type(node).__name__
+    text = re.sub(r"ag__\.converted_call\(([\w.]+)(, )?", r"\1(", text)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
