@@ -96,7 +96,7 @@ def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
         return entry[recursive]
     refused = _REFUSED.get(code)
     if refused is not None:  # the syntax decides, so it is decided once
-        raise refused.error.with_traceback(None)
+        raise errors.fresh(refused.error)  # each caller its own exception
     # Conversions of different functions run at once (each keeps its analyses'
     # state to itself); a function raced for by several threads is converted once.
     with _CONVERTING.hold(code), _collector_paused():
@@ -106,7 +106,7 @@ def _compile(fn: types.FunctionType, recursive: bool) -> loader.Compiled:
         try:
             return _compile_locked(fn, code, recursive)
         except errors.ConversionError as e:
-            _REFUSED.setdefault(code, _Refusal(e))
+            _REFUSED.setdefault(code, _Refusal(errors.fresh(e)))  # facts, never raised
             raise
 
 
@@ -135,28 +135,38 @@ class _PerCode:
 
 _CONVERTING = _PerCode()
 _COLLECTOR = threading.Lock()
-_PAUSED = [0, False]  # conversions running; whether the first found the collector on
+# conversions running, and the collector's thresholds from before the first began
+_PAUSED: list = [0, None]
 
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Pauses the cyclic garbage collector while conversions run.
+    """Pauses automatic garbage collection while conversions run.
 
     Conversion allocates many short-lived nodes and frees them all at the end:
-    collecting cycles in between only walks the rest of the heap again.
+    collecting cycles in between only walks the rest of the heap again. The
+    pause sets the collector's first threshold to 0 (no automatic collection)
+    and never touches ``gc.isenabled()``, which stays the user's: a
+    ``gc.disable()`` or ``gc.enable()`` made meanwhile, in any thread, holds.
+    Nested and concurrent conversions share one pause; the thresholds come
+    back when the last one ends, unless someone else changed them meanwhile.
     """
     with _COLLECTOR:
         if not _PAUSED[0]:
-            _PAUSED[1] = gc.isenabled()
-            gc.disable()
+            before = gc.get_threshold()
+            _PAUSED[1] = before
+            gc.set_threshold(0, *before[1:])
         _PAUSED[0] += 1
     try:
         yield
     finally:
         with _COLLECTOR:
             _PAUSED[0] -= 1
-            if not _PAUSED[0] and _PAUSED[1]:
-                gc.enable()
+            before = _PAUSED[1]
+            if not _PAUSED[0] and before is not None:
+                _PAUSED[1] = None
+                if gc.get_threshold() == (0, *before[1:]):  # not changed since
+                    gc.set_threshold(*before)
 
 
 def _compile_locked(fn, code, recursive: bool) -> loader.Compiled:
@@ -223,7 +233,7 @@ def _unconverted(fn: types.FunctionType, error: errors.ConversionError, strict: 
     on every call of its caller); otherwise on every ``convert``.
     """
     if _strict(strict):
-        raise error.with_traceback(None)
+        raise errors.fresh(error) from None  # (not chained to the caller's own copy)
     refusal = _REFUSED.get(fn.__code__)
     if once and refusal is not None:
         if refusal.warned:
@@ -383,7 +393,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True,
         return _check_outputs(result, plain)
 
     _calls.register_converted(wrapper, converted)
-    _USER_FUNCTION[wrapper] = plain
+    _USER_FUNCTION[wrapper] = weakref.ref(plain)  # (held by `wrapper`, see register_converted)
     return rewrap(wrapper)
 
 
@@ -416,7 +426,8 @@ def to_code(fn: Callable, *, recursive: bool = True) -> str:
     if is_function(fn):
         fn = fn.python_function
     plain, _ = unwrap(fn)
-    plain = _USER_FUNCTION.get(plain, plain)
+    user = _USER_FUNCTION.get(plain)
+    plain = plain if user is None else user()
     return _compile(plain, recursive).source
 
 

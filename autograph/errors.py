@@ -24,12 +24,15 @@ import sys
 import threading
 import types
 import weakref
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, TypeVar
 
 __all__ = [
     "AutographError", "ConversionError", "ConditionError", "BranchError",
     "LoopStateError", "UndefinedVariableError", "BuiltinError", "Location",
 ]
+
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,6 +255,31 @@ def innermost_user_location(exc: BaseException) -> Location | None:
 
 def is_generated(filename: str) -> bool:
     return filename in _SOURCE_MAPS
+
+
+def fresh(error: _E, args: tuple | None = None) -> _E:
+    """A new exception of ``error``'s type, with its attributes (and ``args``, if given):
+    what to raise again for each caller, so that no two raises share one object, its
+    traceback or its chained context.
+
+    It is made without calling the class's ``__init__`` (whose parameters may not be
+    ``error.args``), as pickling does; notes and an explicit cause go with it.
+    """
+    cls = type(error)
+    new_args = error.args if args is None else args
+    try:
+        new = cls.__new__(cls, *new_args)
+    except Exception:  # noqa: BLE001 - a ``__new__`` of its own, with other parameters
+        return error.with_traceback(None)
+    state = getattr(error, "__dict__", None)
+    if state:
+        new.__dict__.update(state)
+        if isinstance(state.get("__notes__"), list):
+            new.__notes__ = list(state["__notes__"])
+    new.args = new_args
+    new.__cause__ = error.__cause__
+    new.__suppress_context__ = error.__suppress_context__
+    return new
 
 
 # set on an exception once `annotate_traceback` has added its note

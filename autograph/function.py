@@ -106,13 +106,30 @@ def _mixed_container(value) -> bool:
 
 
 def _is_default(value, default) -> bool:
-    """Whether passing ``value`` means what leaving its parameter out means."""
+    """Whether passing ``value`` means what leaving its parameter out means.
+
+    The very default object means it only where it cannot change: a dict or list
+    default passed explicitly and then mutated must trace again (and is an
+    argument like any other), where one left out is read by Python as the
+    function is traced, as under ``jax.jit``.
+    """
     if value is default:
-        return True
+        return _immutable(value)
     if type(value) is not type(default) or type(value) not in _SIMPLE_TYPES or isinstance(
             value, (np.ndarray, jax.Array)):
         return False
     return _keyed(value) == _keyed(default)  # floats by value and sign
+
+
+def _immutable(value) -> bool:
+    """Whether ``value`` cannot change: a number, a string, None, a JAX array, a
+    function, a class or module, or a tuple of such."""
+    if type(value) in _SIMPLE_TYPES:
+        return type(value) is not np.ndarray
+    if isinstance(value, tuple):
+        return all(map(_immutable, value))
+    return isinstance(value, (jax.Array, types.FunctionType, types.BuiltinFunctionType,
+                              types.ModuleType, type))
 
 
 def _unset(*args, **kwargs):  # pragma: no cover - replaced in Function.__new__
@@ -575,9 +592,25 @@ class Function(functools.partial, FunctionBase):
             warnings.warn(
                 f"`{self._name}` was traced {len(recent)} times in its last "
                 f"{RETRACE_WINDOW} calls; the last trace came from a change in {what}. "
-                f"Tracing and compiling are slow: pass arrays rather than Python numbers "
-                f"(arrays key the cache by shape and dtype, Python values by value), or give "
-                f"`input_signature=` / `reduce_retracing=True`", stacklevel=_user_stacklevel())
+                f"Tracing and compiling are slow: {self._retrace_advice()}",
+                stacklevel=_user_stacklevel())
+
+    def _retrace_advice(self) -> str:
+        """What to do about frequent traces, given what the function already has."""
+        if self.input_signature is not None:
+            if any(None in (getattr(spec, "declared_shape", None) or ()) for spec in
+                   jax.tree_util.tree_leaves(self.input_signature,
+                                             is_leaf=lambda s: hasattr(s, "declared_shape"))):
+                return ("a `None` dimension of `input_signature` checks the arguments, but "
+                        "XLA compiles for concrete shapes, so each new size is a trace and "
+                        "a compile of its own; call the concrete function "
+                        "`f.get_concrete_function()` returns instead (one symbolic trace "
+                        "serves every size, compiled per size), or pad the arrays to a few "
+                        "fixed sizes and mask the padding")
+            return "pass arrays for the values that change, not Python values"
+        advice = ("pass arrays rather than Python numbers (arrays key the cache by shape and "
+                  "dtype, Python values by value), or give `input_signature=`")
+        return advice if self.reduce_retracing else advice + " / `reduce_retracing=True`"
 
     def experimental_get_tracing_count(self) -> int:
         """How many times the Python function has been traced so far."""

@@ -1,7 +1,7 @@
 """How ``autograph.function`` keys its cache on the Python values it does not trace.
 
 ``jax.jit`` keys a static argument with ``==`` and ``hash``. For most Python
-values that is their value; for two kinds it is not, and :func:`keyed` wraps
+values that is their value; for three kinds it is not, and :func:`keyed` wraps
 them in a :class:`ByValue` that compares what the traced function reads:
 
 * floats (and complex numbers), alone or in hashable containers: by value
@@ -9,13 +9,17 @@ them in a :class:`ByValue` that compares what the traced function reads:
   apart; ``nan != nan``, yet one NaN computes what another does);
 * plain objects (equal only to themselves) and unhashable ones that define
   ``__eq__`` (a dataclass that is not frozen): by their type and state, their
-  attributes (``__dict__`` and ``__slots__``) keyed recursively, so that
-  ``cfg.scale = 5.0`` between two calls traces again and an unchanged object
-  does not. JAX arrays in that state are keyed by identity (they cannot
-  change), NumPy arrays by contents (they can), objects it cannot read by
-  identity. Objects with their own ``__eq__`` and ``__hash__`` (a frozen
-  dataclass) keep them; an object made unhashable without an ``__eq__`` of its
-  own stays unhashable.
+  attributes (``__dict__`` and ``__slots__``, and the data attributes of its
+  class and the classes it derives from) keyed recursively, so that
+  ``cfg.scale = 5.0`` or ``Config.scale = 5.0`` between two calls traces
+  again and an unchanged object does not. In that state JAX arrays are keyed
+  by identity (they cannot change); NumPy arrays, a ``deque``, a
+  ``bytearray`` or an ``array.array`` by contents (they can); objects it
+  cannot read by identity. Objects with their own ``__eq__`` and ``__hash__``
+  (a frozen dataclass) keep them; an object made unhashable without an
+  ``__eq__`` of its own stays unhashable;
+* ``True`` and ``1`` (equal, with one hash) inside containers: by their types
+  too, as ``jax.jit`` tells them apart at the top level.
 
 Functions, modules and classes are keyed by identity, and so are JAX's
 function objects (``jax.jit``, ``jax.custom_jvp`` and ``jax.custom_vjp``
@@ -26,6 +30,8 @@ than it tells.
 
 from __future__ import annotations
 
+import array
+import collections
 import enum
 import functools
 import types
@@ -93,9 +99,11 @@ def keyed(value):
     if len(leaves) == 1 and leaves[0] is value:
         return value
     keys = tuple(map(keyed, leaves))
-    if all(k is leaf for k, leaf in zip(keys, leaves)):
+    if all(k is leaf and type(leaf) is not bool for k, leaf in zip(keys, leaves)):
         return value
-    return ByValue(value, (treedef, keys))
+    # `True == 1` and `hash(True) == hash(1)`, as at the top level, where `jax.jit`
+    # tells them apart by type: so here, by the leaves' types
+    return ByValue(value, (treedef, tuple(map(type, leaves)), keys))
 
 
 def unkeyed(value):
@@ -118,7 +126,22 @@ def object_state(value, seen: set) -> tuple | None:
     if attrs is None:
         return None
     seen = seen | {id(value)}
-    return (t, tuple((name, _state_key(v, seen)) for name, v in attrs))
+    return (t, tuple((name, _state_key(v, seen)) for name, v in attrs),
+            _class_state(t, seen))
+
+
+def _class_state(t: type, seen: set) -> tuple:
+    """The key of the data attributes ``t`` and the classes it derives from define
+    (``class Settings: scale = 2.0``), which an instance reads as its own: methods,
+    properties and other descriptors, nested classes and dunder names are left out."""
+    out = []
+    for cls in t.__mro__[:-1]:
+        for name, v in vars(cls).items():
+            if (name.startswith("__") or callable(v) or hasattr(type(v), "__get__")
+                    or isinstance(v, (staticmethod, classmethod))):
+                continue
+            out.append((name, _state_key(v, seen)))
+    return tuple(out)
 
 
 def _attributes(value) -> list | None:
@@ -161,6 +184,10 @@ def _state_key(value, seen: set):
         return (t, tuple((_state_key(k, seen), _state_key(v, seen)) for k, v in value.items()))
     if isinstance(value, (set, frozenset)):
         return (t, frozenset(_state_key(v, seen) for v in value))
+    if isinstance(value, collections.deque):
+        return (t, value.maxlen, tuple(_state_key(v, seen) for v in value))
+    if isinstance(value, (bytearray, array.array)):
+        return (t, getattr(value, "typecode", None), bytes(value))
     if id(value) not in seen:
         state = object_state(value, seen)
         if state is not None:

@@ -59,6 +59,7 @@ _resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _converted: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _do_not_convert: "weakref.WeakSet" = weakref.WeakSet()
 _builtins: dict = {}
+_SELF = object()  # in `_resolved`: the function runs as it is
 
 
 def set_converter(fn: Callable) -> None:
@@ -68,16 +69,22 @@ def set_converter(fn: Callable) -> None:
 
 
 def register_converted(wrapper: Callable, converted: Callable) -> None:
-    """Records that ``wrapper`` (made by ``autograph.convert``) runs ``converted``."""
-    _converted[wrapper] = converted
+    """Records that ``wrapper`` (made by ``autograph.convert``) runs ``converted``.
+
+    ``wrapper`` holds ``converted``; the entry holds it weakly, since ``converted``
+    shares the user's closure cells, which may hold ``wrapper`` (a decorated
+    recursive closure), and an entry whose value holds its key is never freed.
+    """
+    _converted[wrapper] = weakref.ref(converted)
 
 
 def converted_of(f) -> Callable | None:
     """The converted function behind ``f`` if ``autograph.convert`` made ``f``."""
     try:
-        return _converted.get(f)
+        ref = _converted.get(f)
     except TypeError:  # unhashable
         return None
+    return None if ref is None else ref()
 
 
 def register_do_not_convert(fn: Callable) -> None:
@@ -111,13 +118,51 @@ def library_module(fn) -> str | None:
     return top if top in SKIP_PACKAGES else None
 
 
+def _cached(f):
+    """What ``_resolved`` holds for ``f``, or None."""
+    try:
+        entry = _resolved[f]
+    except KeyError:
+        return None
+    if entry is _SELF:
+        return f
+    return entry() if type(entry) is weakref.ref else entry
+
+
+def _cache(f, target) -> None:
+    """Keeps ``target``, what runs in place of ``f``, while ``f`` lives.
+
+    A ``WeakKeyDictionary`` frees its entry when the key dies, but never while
+    the value holds the key. A converted closure shares ``f``'s cells, and a
+    recursive closure's cell holds ``f`` itself: such a value is kept by a weak
+    reference (it lives while it runs; the next call after it is gone makes it
+    again), so that ``f``, its converted twin and all they capture are freed.
+    """
+    if target is f:
+        _resolved[f] = _SELF  # (``f`` itself would hold the key)
+        return
+    if _shares_cells(f, target):
+        try:
+            _resolved[f] = weakref.ref(target)
+            return
+        except TypeError:  # pragma: no cover - a target that cannot be weakly referenced
+            return  # made again on each call rather than kept forever
+    _resolved[f] = target
+
+
+def _shares_cells(f, target) -> bool:
+    """Whether ``target`` may reach ``f`` through the closure cells they share."""
+    inner = getattr(f, "__wrapped__", f)  # a `jax.jit` function: the function it wraps
+    return bool(getattr(inner, "__closure__", None))
+
+
 def _memo(f, build: Callable):
     """``build(f)``, computed once per ``f`` (while ``f`` lives)."""
-    try:
-        return _resolved[f]
-    except KeyError:
-        target = _resolved[f] = build(f)
-        return target
+    target = _cached(f)
+    if target is None:
+        target = build(f)
+        _cache(f, target)
+    return target
 
 
 def _function(f: types.FunctionType):
@@ -143,15 +188,14 @@ def resolve(f):
     if marked_do_not_convert(f):
         return f
     if isinstance(f, types.FunctionType):
-        try:
-            return _resolved[f]
-        except KeyError:
+        target = _cached(f)
+        if target is None:
             target = _function(f)
             # one the converter refused is asked again on its next call: its caller
             # may be strict (an error then), where this one warned
             if target is not f or library_module(f) is not None or _converter is None:
-                _resolved[f] = target
-            return target
+                _cache(f, target)
+        return target
     if isinstance(f, types.MethodType):
         rebuilt = libraries.rebuild(f, resolve)  # `model.apply` of a linen module
         if rebuilt is not None:

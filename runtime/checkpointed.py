@@ -192,8 +192,8 @@ def _counted(stabilize):
 def _not_differentiated(primal, consts, arrays) -> list:
     """The plain ``lax.while_loop``; reverse mode names this loop in its error."""
     where = errors.current_location()
-    if where is not None and len(transforms.unbounded_under_reverse) < 8:
-        transforms.unbounded_under_reverse.append(where)
+    if where is not None:
+        transforms.note_unbounded_under_reverse(where)
     return primal(consts, arrays)
 
 

@@ -482,15 +482,23 @@ def _deferrable(e: Exception) -> bool:
 
 
 def _raise_at_run_time(error: Exception):
+    # the compiled program keeps this callback: it holds a copy of the exception
+    # met while tracing, without the traceback whose frames would keep the tracing
+    # stack (the user's function and all it reached) alive as long as the program
+    error = errors.fresh(error)
+    if error.__cause__ is not None:  # `raise ... from e`: the same for `e`
+        error.__cause__ = errors.fresh(error.__cause__)
+
     def fail(taken, *fields):
         if not np.any(taken):  # under `jax.vmap`, both branches run for every element
             return
+        args = None
         if fields:  # f-string arguments, formatted with the values of this run
             it = iter(fields)
-            error.args = tuple(
-                a.render([next(it) for _ in a.fields]) if isinstance(a, FString)
-                else a for a in error.args)
-        run_time_errors.fail(error)
+            args = tuple(a.render([next(it) for _ in a.fields]) if isinstance(a, FString)
+                         else a for a in error.args)
+        # a new exception for each run: `error` was captured once, while tracing
+        run_time_errors.fail(error, args)
     return fail
 
 

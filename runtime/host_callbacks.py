@@ -30,6 +30,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 # True: ordered; False: unordered; None: decide from what the trace shows
 _ORDERED: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
@@ -105,6 +106,7 @@ def check(fn: Callable[..., None], failed: Any, *operands: Any, in_order: bool =
     notes = _CHECKS.get()
     if notes is not None:
         notes.append(True)
+    fn = _verdict_on_host(fn)
     if _ordered((failed, *operands)):
         jax.debug.callback(fn, failed, *operands, ordered=in_order)
         return
@@ -112,3 +114,16 @@ def check(fn: Callable[..., None], failed: Any, *operands: Any, in_order: bool =
     # TPUs run no callback per shard: there the first device checks, with whole operands
     partitioned = jax.default_backend() != "tpu"
     jax.debug.callback(fn, failed, *operands, partitioned=partitioned)
+
+
+def _verdict_on_host(fn: Callable[..., None]) -> Callable[..., None]:
+    """``fn`` handed its verdict as a NumPy array.
+
+    JAX hands a callback ``jax.Array`` s, and ``np.any`` of one is ``jnp.any``: a
+    program of its own, which a callback must never run. It waits for the
+    device's threads, which the programs calling back hold; with enough programs
+    failing at once (threads, each calling its own function) every thread waits.
+    """
+    def on_host(failed, *operands):
+        return fn(np.asarray(failed), *operands)
+    return on_host

@@ -18,41 +18,69 @@ CpuCallback error ...``). Here:
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 
 import jax
 
-from autograph import jax_internals
+from autograph import errors, jax_internals
 
 _LOCK = threading.Lock()
-_RECENT: list[BaseException] = []  # raised by `fail`, newest last; a few at most
-_KEEP = 8
+# Raised by `fail` and not yet handed to a caller, oldest first: (the first line of
+# the error's text, a copy of the error that no one has raised). Callbacks run on
+# XLA's threads, not the caller's, so a caller finds its run's error by the text
+# JAX reports. Runs under the user's own `jax.jit` never collect theirs; past
+# 4,096 the oldest go, a bound no number of concurrent callers comes near.
+_PENDING: collections.deque[tuple[str, BaseException]] = collections.deque(maxlen=4096)
+_RAISED = "_autograph_raised_as_it_ran"  # marks the object `fail` raises, for `_Quiet`
 
 
-def fail(error: BaseException):
-    """Raises ``error`` from a callback of the running program."""
+def fail(error: BaseException, args: tuple | None = None):
+    """Raises ``error`` from a callback of the running program.
+
+    What is raised is a new exception each time, ``error``'s type with its
+    attributes (and ``args``, if given), so that runs never share one object:
+    ``error`` itself may be captured once, while tracing, and fail on many runs.
+    """
+    kept = errors.fresh(error, args)
+    raised = errors.fresh(error, args)
+    try:
+        setattr(raised, _RAISED, True)
+    except (AttributeError, TypeError):  # pragma: no cover - an exception with __slots__
+        pass
     with _LOCK:
-        _RECENT.append(error)
-        del _RECENT[:-_KEEP]
-    raise error
+        _PENDING.append((_first_line(kept), kept))
+    raise raised
+
+
+def _first_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}".splitlines()[0]
 
 
 def _find(error: BaseException) -> int | None:
-    """Where in ``_RECENT`` the exception ``error`` (a ``JaxRuntimeError``) reports is."""
+    """Where in ``_PENDING`` the exception ``error`` (a ``JaxRuntimeError``) reports
+    is: the longest text it holds, the oldest of equal ones."""
     if not isinstance(error, jax.errors.JaxRuntimeError):
         return None
-    for i in range(len(_RECENT) - 1, -1, -1):
-        if _reports(error, _RECENT[i]):
-            return i
-    return None
+    text = str(error)
+    best, best_len = None, -1
+    for i, (line, _) in enumerate(_PENDING):
+        if len(line) > best_len and line in text:
+            best, best_len = i, len(line)
+    return best
 
 
 def original(error: BaseException) -> BaseException | None:
-    """The exception :func:`fail` raised that ``error`` (a ``JaxRuntimeError``) reports."""
+    """The exception :func:`fail` raised that ``error`` (a ``JaxRuntimeError``)
+    reports, handed out once."""
     with _LOCK:
         i = _find(error)
-        return None if i is None else _RECENT.pop(i)
+        if i is None:
+            return None
+        found = _PENDING[i][1]
+        del _PENDING[i]
+        return found
 
 
 def raised_as_it_ran(error: BaseException) -> bool:
@@ -77,7 +105,7 @@ def reraise(error: BaseException) -> None:
 
 def _reports(error: BaseException, candidate: BaseException) -> bool:
     """Whether ``error`` (a ``JaxRuntimeError``) reports ``candidate``."""
-    return f"{type(candidate).__name__}: {candidate}".splitlines()[0] in str(error)
+    return _first_line(candidate) in str(error)
 
 
 def _forget_failed_runs(found: BaseException) -> None:
@@ -103,10 +131,7 @@ class _Quiet(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        if exc is None:
-            return True
-        with _LOCK:
-            return not any(exc is e for e in _RECENT)
+        return exc is None or not getattr(exc, _RAISED, False)
 
 
 for _name in jax_internals.CALLBACK_LOGGERS:

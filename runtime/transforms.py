@@ -23,6 +23,7 @@ Whatever cannot be rebuilt faithfully is called as it is, which is what plain
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import sys
 import threading
@@ -155,37 +156,52 @@ def convert_arguments(f, e: Entry, resolve: Callable) -> Callable:
 # Locations of `while` loops with no known bound that were staged as a plain
 # `lax.while_loop`, since their body has effects the derivative would repeat (see
 # `checkpointed.checkpointed_loop`): the loops JAX's "Reverse-mode differentiation
-# does not work for lax.while_loop" is about.
-unbounded_under_reverse: list = []
+# does not work for lax.while_loop" is about. One list per derivative being traced,
+# in the tracing thread's context, so concurrent traces never see each other's loops.
+_UNBOUNDED: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "autograph_unbounded_under_reverse", default=None)
 _REVERSE_WHILE_ERROR = "Reverse-mode differentiation does not work for lax.while_loop"
+
+
+def note_unbounded_under_reverse(where) -> None:
+    """Records that the `while` loop at ``where`` is staged as a plain ``lax.while_loop``
+    in the derivative now being traced (if any)."""
+    found = _UNBOUNDED.get()
+    if found is not None and len(found) < 8:
+        found.append(where)
 
 
 def _naming_unbounded_loops(gradient_fn):
     """``gradient_fn`` whose JAX error about `while` loops names the user's loop."""
 
     def run(*args, **kwargs):
-        del unbounded_under_reverse[:]
+        found: list = []
+        token = _UNBOUNDED.set(found)
         try:
             return gradient_fn(*args, **kwargs)
         except ValueError as e:
             # JAX raises a plain ValueError, told apart only by its text
-            if _REVERSE_WHILE_ERROR not in str(e) or not unbounded_under_reverse:
+            if _REVERSE_WHILE_ERROR not in str(e) or not found:
                 raise
-            where = unbounded_under_reverse[0]
+            where = found[0]
             from autograph import errors
             raise errors.LoopStateError(
                 "reverse-mode differentiation cannot go through a `while` loop that prints "
                 "or has other ordered effects, when its trip count is only known at run time",
                 observed="its derivative would run the body again and repeat the effects, so "
                          "this loop is staged as a plain `lax.while_loop`, which `jax.grad` "
-                         "cannot differentiate" + (f" (and {len(unbounded_under_reverse) - 1} "
-                                                   f"more)" if len(unbounded_under_reverse) > 1
-                                                   else ""),
+                         "cannot differentiate" + (f" (and {len(found) - 1} more)"
+                                                   if len(found) > 1 else ""),
                 fix="move the `print` out of the loop, or add "
                     "`autograph.set_loop_options(maximum_iterations=N)` as the first "
                     "statement of the loop body, or bound the loop by a counter (`while ... "
                     "and i < N:` with `i += 1` in the body)",
                 location=where) from e
+        finally:
+            _UNBOUNDED.reset(token)
+            outer = _UNBOUNDED.get()
+            if outer is not None:  # a derivative inside another: the outer one meets them too
+                outer.extend(found[:8 - len(outer)])
 
     functools.update_wrapper(run, gradient_fn)
     return run
