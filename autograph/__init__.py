@@ -7,7 +7,7 @@ Public API: :func:`convert`, :func:`to_code`, :func:`do_not_convert`,
 :func:`set_loop_options`, and the error classes in :mod:`autograph.errors`.
 """
 
-from importlib.metadata import PackageNotFoundError
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from autograph import api as _api
@@ -20,6 +20,7 @@ from autograph.errors import (
     BuiltinError,
     ConditionError,
     ConversionError,
+    LoopOptionsError,
     LoopStateError,
     SourceUnavailableError,
     UndefinedVariableError,
@@ -34,7 +35,7 @@ _runtime.calls.set_converter(_api.convert_for_call)
 
 try:  # one version number: the distribution's (pyproject.toml)
     __version__ = _version("autograph-jax")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree not installed
+except _PackageNotFoundError:  # pragma: no cover - running from a source tree not installed
     __version__ = "0+unknown"
 
 __all__ = [
@@ -42,6 +43,10 @@ __all__ = [
     "ConcreteFunction", "TensorSpec", "run_functions_eagerly", "functions_run_eagerly",
     "run_eagerly", "print", "export", "save", "load", "ArtifactError", "AutographError",
     "ConversionError", "ConditionError", "BranchError", "BuiltinError", "LoopStateError",
-    "SourceUnavailableError",
-    "UndefinedVariableError",
+    "LoopOptionsError", "SourceUnavailableError", "UndefinedVariableError",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public API (the submodules stay importable: ``autograph.errors``, ...)."""
+    return sorted([*__all__, "__version__"])

@@ -36,6 +36,9 @@ class Anno(enum.Enum):
                   "`while` test, ...; see `truth_tests`).")
     GENERATED = ("Marks a function a converter made for a branch or loop body; it is called "
                  "in place.")
+    MISPLACED_OPTIONS = ("Why a `set_loop_options` call configures no loop (in a `for` body, "
+                         "or not the first statement of a `while` body): converted code "
+                         "raises `LoopOptionsError` there when it runs.")
     UNCONVERTED_BODY = ("The user's own body of a nested function decorated with "
                         "`autograph.do_not_convert`, put back once the passes have run.")
 

@@ -12,7 +12,7 @@ import threading
 import types
 import warnings
 import weakref
-from typing import Callable, Iterator
+from typing import Callable, Iterator, ParamSpec, TypeVar, overload
 
 import jax
 
@@ -71,6 +71,9 @@ class _CodeCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+
+_P = ParamSpec("_P")  # the parameters of a converted function: those of the user's
+_R = TypeVar("_R")
 
 _CODE_CACHE = _CodeCache()
 # code object -> the error that refused its conversion, and whether a warning said so
@@ -244,9 +247,9 @@ def _unconverted(fn: types.FunctionType, error: errors.ConversionError, strict: 
     else:
         reason = f"{error.location.short}: {error.rule}"
     fix = f" (fix: {error.fix})" if error.fix else ""
-    warnings.warn(f"autograph: `{fn.__qualname__}` runs unconverted: {reason}{fix}; with "
-                  f"`strict=True` or {STRICT_ENVIRONMENT_VARIABLE}=1 this is an error instead",
-                  stacklevel=stacklevel + 1)
+    # at the user's line: the call of `convert`, or the converted line calling `fn`
+    errors.warn(f"autograph: `{fn.__qualname__}` runs unconverted: {reason}{fix}; with "
+                f"`strict=True` or {STRICT_ENVIRONMENT_VARIABLE}=1 this is an error instead")
     return fn
 
 
@@ -284,6 +287,12 @@ def _check_outputs(result, fn):
     return result
 
 
+@overload
+def convert(fn: Callable[_P, _R], *, recursive: bool = True,
+            strict: bool | None = None) -> Callable[_P, _R]: ...
+@overload
+def convert(fn: None = None, *, recursive: bool = True,
+            strict: bool | None = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 def convert(fn: Callable | None = None, *, recursive: bool = True,
             strict: bool | None = None) -> Callable:
     """Converts the Python control flow of ``fn`` into JAX-compatible code.
@@ -384,6 +393,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True,
                 _warn_lost_updates(plain)
         except Exception as e:
             _run_time_errors.reraise(e)  # the user's own exception, raised as the program ran
+            _calls.note_unconverted_callee(e)
             errors.annotate_traceback(e)
             errors.filter_traceback(e)
             raise
@@ -431,7 +441,7 @@ def to_code(fn: Callable, *, recursive: bool = True) -> str:
     return _compile(plain, recursive).source
 
 
-def do_not_convert(fn: Callable) -> Callable:
+def do_not_convert(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Marks ``fn`` so that converted code calls it as it is.
 
     The mark belongs to ``fn`` itself: a wrapper made around ``fn`` later (by

@@ -38,8 +38,9 @@ def unwrap(fn):
     """
     if isinstance(fn, (staticmethod, classmethod)):
         fn = fn.__func__
-    if isinstance(fn, types.MethodType):
-        return fn.__func__, lambda f: types.MethodType(f, fn.__self__)
+    if isinstance(fn, types.MethodType):  # its function may be wrapped (`@jax.jit`)
+        inner, rewrap = unwrap(fn.__func__)
+        return inner, lambda f: types.MethodType(rewrap(f), fn.__self__)
     if type(fn) is functools.partial:
         inner, rewrap = unwrap(fn.func)
         return inner, lambda f: functools.partial(rewrap(f), *fn.args, **fn.keywords)

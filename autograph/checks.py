@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import gast
 
-from autograph import errors
+from autograph import anno, errors
+from autograph.anno import Anno
 from autograph.directive_calls import Directive, Resolver
 
 _CONTROL_FLOW = (gast.If, gast.For, gast.While, gast.Return, gast.Break, gast.Continue,
@@ -67,10 +68,18 @@ class _Checker(gast.NodeVisitor):
         self._loop_body(node)
 
     def _loop_body(self, node):
-        # the loop's own options, if any, lead its body; any other is misplaced
+        # the loop's own options, if any, lead a `while` body; any other is misplaced
         for field, value in gast.iter_fields(node):
             if field == "body":
-                start = 1 if value and self._is_loop_options(value[0]) else 0
+                start = 0
+                if value and self._is_loop_options(value[0]):
+                    if isinstance(node, gast.While):
+                        start = 1
+                        self.generic_visit(value[0].value)  # (its arguments)
+                    else:
+                        anno.set(value[0].value, Anno.MISPLACED_OPTIONS,
+                                 "it leads the body of a `for` loop, whose trip count is "
+                                 "known before it starts; only a `while` loop takes options")
                 for stmt in value[start:]:
                     self.visit(stmt)
             elif isinstance(value, list):
@@ -85,13 +94,13 @@ class _Checker(gast.NodeVisitor):
                 and self.directives.of(stmt.value.func) is Directive.LOOP_OPTIONS)
 
     def visit_Call(self, node):
-        if self.directives.of(node.func) is Directive.LOOP_OPTIONS:
-            self._reject(
-                node, "`set_loop_options` must be the first statement of a loop body",
-                "move the call to the top of the body of the loop it configures (it applies "
-                "to every iteration, so it cannot sit inside an `if` or after other statements)",
-                observed="this call is not the first statement of a `while` or `for` body, "
-                         "so it would be ignored")
+        if (self.directives.of(node.func) is Directive.LOOP_OPTIONS
+                and not anno.has(node, Anno.MISPLACED_OPTIONS)):
+            # converted all the same: the call raises when it runs (see `call_trees`)
+            anno.set(node, Anno.MISPLACED_OPTIONS,
+                     "it is not the first statement of a `while` body, so it configures no "
+                     "loop (it applies to every iteration: it cannot sit inside an `if` or "
+                     "after other statements)")
         self.generic_visit(node)
 
     def _lifted(self, expr):

@@ -17,12 +17,23 @@ from autograph.specs import TensorSpec
 _ARRAYS = (jax.Array, np.ndarray, np.generic)
 
 
-def describe(value) -> str:
-    """``value`` for a message: ``float32[3, 4]`` for an array or spec, else its repr."""
+def describe(value, depth: int = 0) -> str:
+    """``value`` for a message: ``float32[3, 4]`` for an array or spec (a tracer
+    too), lists, tuples and dicts item by item, else its repr."""
     if isinstance(value, (jax.Array, jax.ShapeDtypeStruct)) or hasattr(value, "aval"):
         return f"{np.dtype(value.dtype).name}{list(np.shape(value))}"
     if isinstance(value, _ARRAYS):
         return f"{np.asarray(value).dtype.name}{list(np.shape(value))}"
+    if depth < 3 and type(value) in (list, tuple, dict):
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        shown = [(k, describe(v, depth + 1)) for k, v in items[:8]]
+        more = ", ..." if len(items) > 8 else ""
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k!r}: {v}" for k, v in shown) + more + "}"
+        inner = ", ".join(v for _, v in shown) + more
+        if isinstance(value, list):
+            return f"[{inner}]"
+        return f"({inner}{',' if len(items) == 1 else ''})"
     return repr(value)
 
 

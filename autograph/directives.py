@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import difflib
+import operator
+from typing import Any, Mapping
+
+import jax
+
+from autograph import errors
+
+# the options `set_loop_options` takes, in its order
+LOOP_OPTIONS = ("maximum_iterations", "checkpoints")
+
 
 def set_loop_options(*, maximum_iterations: int | None = None,
-                     checkpoints: int | None = None) -> None:
+                     checkpoints: int | None = None, **unknown: object) -> None:
     """Sets how the traced ``while`` loop whose body starts with this call runs.
 
     A ``while`` loop whose condition is traced runs as ``lax.while_loop``, and
@@ -23,14 +34,49 @@ def set_loop_options(*, maximum_iterations: int | None = None,
     its condition still holds. Giving ``checkpoints`` chooses the
     checkpointed form even where the loop has a bound, for a backward pass
     whose memory does not grow with the trip count. Outside converted code,
-    and for loops that run in Python, the call does nothing.
+    and for loops that run in Python, the call does nothing but check its
+    options.
+
+    An option it does not take (``max_iterations=``), a negative bound, and a
+    call that configures nothing (one in a ``for`` body, or not the first
+    statement of a ``while`` body) are each a :class:`LoopOptionsError`
+    naming the option and the line.
 
     Args:
-      maximum_iterations: the most iterations the loop may run.
+      maximum_iterations: the most iterations the loop may run (0 or more).
       checkpoints: how many copies of the loop state the backward pass of the
         checkpointed form keeps (at least 2).
+      **unknown: no other option exists; any is an error naming the closest.
     """
-    if maximum_iterations is not None and int(maximum_iterations) < 0:
-        raise ValueError("maximum_iterations must be >= 0")
-    if checkpoints is not None and int(checkpoints) < 2:
-        raise ValueError("checkpoints must be >= 2")
+    check_loop_options({"maximum_iterations": maximum_iterations, "checkpoints": checkpoints,
+                        **unknown})
+
+
+def check_loop_options(options: Mapping[str, Any], location=None) -> None:
+    """Raises ``LoopOptionsError`` for an option ``set_loop_options`` does not take,
+    or a value out of its range (``location``: the user's line, if known)."""
+    for name, value in options.items():
+        if name not in LOOP_OPTIONS:
+            close = difflib.get_close_matches(name, LOOP_OPTIONS, n=1)
+            raise errors.LoopOptionsError(
+                f"`set_loop_options` has no option `{name}`" + (
+                    " (in the call that starts this loop's body)" if location else ""),
+                observed=f"it takes {' and '.join(f'`{o}`' for o in LOOP_OPTIONS)}",
+                fix=(f"did you mean `{close[0]}=`?" if close else
+                     f"use {' or '.join(f'`{o}=`' for o in LOOP_OPTIONS)}"),
+                location=location)
+        if value is None or isinstance(value, jax.core.Tracer):
+            continue  # (a traced bound is `lax.while_loop`'s to check)
+        least = 0 if name == "maximum_iterations" else 2
+        try:
+            n = operator.index(value)
+        except TypeError:
+            n = None
+        if n is None or isinstance(value, bool) or n < least:
+            raise errors.LoopOptionsError(
+                f"`set_loop_options({name}=...)` takes an integer of at least {least}" + (
+                    " (in the call that starts this loop's body)" if location else ""),
+                observed=f"`{name}={value!r}`",
+                fix=("give the most iterations the loop may run, 0 or more" if least == 0
+                     else "give 2 or more copies of the loop state to keep"),
+                location=location)

@@ -28,7 +28,7 @@ from typing import Iterable, Mapping, TypeVar
 
 __all__ = [
     "AutographError", "ConversionError", "ConditionError", "BranchError",
-    "LoopStateError", "UndefinedVariableError", "BuiltinError", "Location",
+    "LoopStateError", "LoopOptionsError", "UndefinedVariableError", "BuiltinError", "Location",
 ]
 
 
@@ -144,6 +144,15 @@ class LoopStateError(AutographError, ValueError):
     """
 
 
+class LoopOptionsError(AutographError, TypeError, ValueError):
+    """``set_loop_options`` was given an option it does not know, a value out of
+    range, or sits where it configures nothing.
+
+    It is a ``TypeError`` (an unknown keyword, as Python's own signature check
+    says) and a ``ValueError`` (a negative bound) at once.
+    """
+
+
 class UndefinedVariableError(AutographError, UnboundLocalError):
     """A variable was read on a path where it was never assigned.
 
@@ -243,6 +252,40 @@ def current_location() -> Location | None:
     return None
 
 
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warns at the user's line: that of the innermost converted-code frame on the
+    stack, else the first caller outside autograph, JAX and generated code.
+
+    ``warnings.warn``'s ``stacklevel`` counts frames, which differ with the path a
+    call takes (a loop run from ``while_stmt`` or from ``for_stmt``, a callee
+    reached through ``converted_call``); the user's line does not. The warning
+    goes through the user module's registry, so Python's "once per location"
+    filters hold.
+    """
+    import warnings
+    frame: types.FrameType | None = sys._getframe(1)
+    filename, lineno = "", 0
+    while frame is not None:
+        code = frame.f_code
+        loc = user_location(code.co_filename, frame.f_lineno)
+        if loc is not None:
+            filename, lineno = loc.filename, loc.lineno
+            break
+        if not (_own_code(code.co_filename) or is_generated(code.co_filename)
+                or "/jax/" in code.co_filename or "/jaxlib/" in code.co_filename):
+            filename, lineno = code.co_filename, frame.f_lineno
+            break
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    module_globals = frame.f_globals
+    registry = module_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, category, filename, lineno,
+                           module=module_globals.get("__name__", "<unknown>"),
+                           registry=registry)
+
+
 def innermost_user_location(exc: BaseException) -> Location | None:
     """The user's line of the innermost converted-code frame in ``exc``'s traceback."""
     found = None
@@ -319,7 +362,11 @@ _OWN_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (
 
 
 def _own_frame(tb) -> bool:
-    return tb.tb_frame.f_code.co_filename.startswith(_OWN_DIRS)
+    return _own_code(tb.tb_frame.f_code.co_filename)
+
+
+def _own_code(filename: str) -> bool:
+    return filename.startswith(_OWN_DIRS)
 
 
 def filter_traceback(exc: BaseException) -> None:
@@ -338,12 +385,36 @@ def filter_traceback(exc: BaseException) -> None:
         frames.append(tb)
         tb = tb.tb_next
     kept = [t for t in frames if not _own_frame(t)]
+    kept, dropped = _without_repeats(kept)
     if not kept or len(kept) == len(frames):
         return
+    if dropped:
+        try:
+            exc.add_note(f"({dropped} frames of the recursion through converted code are "
+                         f"left out of the traceback)")
+        except (AttributeError, TypeError):  # pragma: no cover - an exception with __slots__
+            pass
     new = None
     for t in reversed(kept):
         new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
     exc.__traceback__ = new
+
+
+def _without_repeats(frames: list, keep: int = 2) -> tuple[list, int]:
+    """``frames`` less the generated-code frames met more than ``keep`` times before
+    (a recursion through converted code: the same lines again and again), the last
+    ``keep`` frames always kept; and how many were left out."""
+    seen: dict = {}
+    out = []
+    for i, t in enumerate(frames):
+        code = t.tb_frame.f_code
+        if is_generated(code.co_filename) and i < len(frames) - keep:
+            key = (code, t.tb_lineno)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > keep:
+                continue
+        out.append(t)
+    return out, len(frames) - len(out)
 
 
 def _exclude_from_jax_tracebacks() -> None:

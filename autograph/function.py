@@ -36,7 +36,7 @@ import inspect
 import sys
 import types
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, TypeVar, overload
 
 import jax
 import numpy as np
@@ -121,6 +121,19 @@ def _is_default(value, default) -> bool:
     return _keyed(value) == _keyed(default)  # floats by value and sign
 
 
+def _change(name: str, old, new) -> str:
+    """What changed in argument ``name``: ``old`` and ``new`` are ``(text, dict keys)``."""
+    if old is None:
+        return f"`{name}` (-> {new[0]})"
+    if old[1] is not None and new[1] is not None and old[1] != new[1]:
+        added = [k for k in new[1] if k not in old[1]]
+        removed = [k for k in old[1] if k not in new[1]]
+        parts = ([f"added {', '.join(map(repr, added[:4]))}"] if added else []) + (
+            [f"removed {', '.join(map(repr, removed[:4]))}"] if removed else [])
+        return f"the keys of `{name}` ({'; '.join(parts) or 'their order'})"
+    return f"`{name}` ({old[0]} -> {new[0]})"
+
+
 def _immutable(value) -> bool:
     """Whether ``value`` cannot change: a number, a string, None, a JAX array, a
     function, a class or module, or a tuple of such."""
@@ -138,7 +151,23 @@ def _unset(*args, **kwargs):  # pragma: no cover - replaced in Function.__new__
 
 
 
-class Function(functools.partial, FunctionBase):
+_P = ParamSpec("_P")  # the parameters of the user's function, kept for type checkers
+_R = TypeVar("_R")
+
+if TYPE_CHECKING:
+    class _Signature(Generic[_P, _R]):
+        def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+else:
+    class _Signature:
+        """At run time nothing: ``Function[P, R]`` is ``Function``."""
+
+        __slots__ = ()
+
+        def __class_getitem__(cls, item):
+            return cls
+
+
+class Function(_Signature[_P, _R], functools.partial, FunctionBase):
     """A converted, ``jax.jit``-compiled function with ``tf.function``'s habits.
 
     Create one with :func:`autograph.function`. Calling it runs the compiled
@@ -235,6 +264,8 @@ class Function(functools.partial, FunctionBase):
             traced.__signature__ = self._signature  # type: ignore[attr-defined]
         traced.__name__ = getattr(plain, "__name__", "function")
         traced.__qualname__ = self._name
+        if hasattr(plain, "__code__"):  # JAX's messages name the user's file and line
+            traced.__wrapped__ = plain  # type: ignore[attr-defined]
         self._traced = traced
         self._jit = self._variant((), ())
         self._flat_jit = jax.jit(self._run_flat, static_argnums=1,
@@ -577,12 +608,15 @@ class Function(functools.partial, FunctionBase):
             try:
                 bound = self._signature.bind(*args, **kwargs)
                 bound.apply_defaults()
-                described = {k: describe(v) for k, v in bound.arguments.items()}
+                # (its text, and a dict's keys: never the values, which may be tracers)
+                described = {k: (describe(v), tuple(v) if isinstance(v, dict) else None)
+                             for k, v in bound.arguments.items()}
             except TypeError:
                 pass
-        changed = [] if self._last_trace is None else [
-            f"`{k}` ({self._last_trace.get(k)} -> {v})"
-            for k, v in described.items() if self._last_trace.get(k) != v]
+        last = self._last_trace
+        changed = [] if last is None else [
+            _change(k, last.get(k), v) for k, v in described.items() if last.get(k) != v]
+        keys_changed = any(c.startswith("the keys of") for c in changed)
         self._last_trace = described
         self._trace_calls.append(self._calls)
         recent = [c for c in self._trace_calls if c > self._calls - RETRACE_WINDOW]
@@ -592,11 +626,15 @@ class Function(functools.partial, FunctionBase):
             warnings.warn(
                 f"`{self._name}` was traced {len(recent)} times in its last "
                 f"{RETRACE_WINDOW} calls; the last trace came from a change in {what}. "
-                f"Tracing and compiling are slow: {self._retrace_advice()}",
+                f"Tracing and compiling are slow: {self._retrace_advice(keys_changed)}",
                 stacklevel=_user_stacklevel())
 
-    def _retrace_advice(self) -> str:
+    def _retrace_advice(self, keys_changed: bool = False) -> str:
         """What to do about frequent traces, given what the function already has."""
+        if keys_changed:
+            return ("a dict with other keys is another structure, and each structure is a "
+                    "trace of its own; keep the keys the same from call to call (fill the "
+                    "entries a call lacks with zeros, and pass a mask)")
         if self.input_signature is not None:
             if any(None in (getattr(spec, "declared_shape", None) or ()) for spec in
                    jax.tree_util.tree_leaves(self.input_signature,
@@ -742,6 +780,14 @@ def _as_tuple(x) -> tuple:
     return tuple(x)
 
 
+@overload
+def function(fn: Callable[_P, _R], *, input_signature=None, autograph: bool = True,
+             reduce_retracing: bool = False, strict: bool | None = None,
+             **jit_kwargs: Any) -> Function[_P, _R]: ...
+@overload
+def function(fn: None = None, *, input_signature=None, autograph: bool = True,
+             reduce_retracing: bool = False, strict: bool | None = None,
+             **jit_kwargs: Any) -> Callable[[Callable[_P, _R]], Function[_P, _R]]: ...
 def function(fn: Callable | None = None, *, input_signature=None, autograph: bool = True,
              reduce_retracing: bool = False, strict: bool | None = None, **jit_kwargs: Any):
     """Converts ``fn``'s control flow and compiles it with ``jax.jit``.

@@ -18,7 +18,10 @@ else (``from numpy import max``) keeps its meaning. Inside the body of a
 error ``int(x)`` of a traced ``x`` raises while tracing, as under plain
 ``jax.jit``. Calls of autograph's directives (``set_loop_options``, in any
 spelling: found by what the name refers to, see ``directive_calls``) stay as
-written, for the loop passes to read. ``super()`` gets its explicit form,
+written, for the loop passes to read, except one that configures no loop (in a
+``for`` body, or not leading a ``while`` body): it becomes
+``ag__.misplaced_loop_options(reason, ...)``, which raises ``LoopOptionsError``
+when it runs. ``super()`` gets its explicit form,
 since converted code is not compiled inside the class.
 """
 
@@ -28,8 +31,9 @@ import builtins
 
 import gast
 
-from autograph import templates
+from autograph import anno, templates
 from autograph.analysis import Analysis
+from autograph.anno import Anno
 from autograph.context import Context
 from autograph.scopes import LocalNamesTransformer
 
@@ -82,6 +86,7 @@ def _is_at_update(func) -> bool:
 
 
 _CALL = templates.Template("ag__.converted_call(FUNC)")
+_MISPLACED_OPTIONS = templates.Template("ag__.misplaced_loop_options(REASON)")
 
 
 def _root(node):
@@ -138,6 +143,12 @@ class _Transformer(LocalNamesTransformer):
                 and self.ctx.super_args is not None and self.depth == 1):
             node.args = [templates.name(a) for a in self.ctx.super_args]
             return node
+        reason = anno.get(node, Anno.MISPLACED_OPTIONS)
+        if reason is not None:  # `set_loop_options` where it configures no loop
+            call = _MISPLACED_OPTIONS.substitute_expr(node, REASON=templates.literal(reason))
+            call.args = call.args + list(node.args)
+            call.keywords = list(node.keywords)
+            return call
         if (not self.ctx.recursive or self._is_library(func)
                 or self.ctx.directives.of(func) is not None):
             return node

@@ -13,7 +13,16 @@ from .calls import converted_call
 from .conditionals import if_exp, if_stmt
 from .items import setitem, setitem_attr
 from .logical import and_, not_, or_
-from .loops import Bound, enumerate_, for_stmt, range_, reversed_, while_stmt, zip_
+from .loops import (
+    Bound,
+    enumerate_,
+    for_stmt,
+    misplaced_loop_options,
+    range_,
+    reversed_,
+    while_stmt,
+    zip_,
+)
 from .patterns import (
     has_match_attrs,
     is_mapping,
@@ -34,7 +43,7 @@ __all__ = [
     "setitem", "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format",
     "percent_format",
     "is_sequence", "item_from_end", "sequence_rest", "is_mapping", "mapping_rest",
-    "has_match_attrs", "match_attr",
+    "has_match_attrs", "match_attr", "misplaced_loop_options",
 ]
 
 # Built-ins reached as values (`fn = range; fn(n)`) run as if written literally;

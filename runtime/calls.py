@@ -35,11 +35,14 @@ The conversion itself is registered by ``autograph.api`` through
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 import types
 import weakref
 from typing import Any, Callable
+
+import jax
 
 from autograph import errors
 
@@ -281,3 +284,57 @@ def converted_call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return target(*args, **kwargs)
     finally:
         depths[key] = depth
+
+
+# JAX's errors for a traced value used as a Python one (`if x > 0:` on a tracer)
+_TRACER_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
+                  jax.errors.TracerArrayConversionError)
+_NOTED_CALLEE = "_autograph_noted_callee"
+
+
+def note_unconverted_callee(error: BaseException) -> None:
+    """Adds to a JAX tracer error which user function ran unconverted, where
+    converted code called library code (``optax.sgd(schedule)``,
+    ``functools.reduce(fn, ...)``) that called it, and how to hand the library a
+    converted one.
+
+    Read from the traceback: a frame of the user's own (neither generated nor a
+    library's) below the innermost frame of converted code ran unconverted.
+    """
+    if not isinstance(error, _TRACER_ERRORS) or getattr(error, _NOTED_CALLEE, False):
+        return
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    converted = [i for i, t in enumerate(frames)
+                 if errors.is_generated(t.tb_frame.f_code.co_filename)]
+    if not converted:
+        return
+    library = user = None
+    for t in frames[converted[-1] + 1:]:
+        module = t.tb_frame.f_globals.get("__name__", "") or ""
+        top = module.split(".")[0]
+        if top in SKIP_PACKAGES:
+            if library is None and top != "autograph":
+                library = module
+        else:
+            user = t  # called by a library, or by a built-in (`map`, `functools.reduce`)
+            break
+    if user is None:
+        return
+    code = user.tb_frame.f_code
+    lam = code.co_name == "<lambda>"
+    who = "a lambda" if lam else f"`{code.co_qualname}`"
+    by = f"the library `{library}` called it" if library else \
+        "a library or built-in (such as `map` or `functools.reduce`) called it"
+    try:
+        error.add_note(
+            f"autograph: {who} ({os.path.basename(code.co_filename)}:{user.tb_lineno}) ran "
+            f"unconverted: {by}, and only the functions converted code calls are "
+            f"converted. Hand it a converted function: "
+            f"`autograph.convert({'fn' if lam else code.co_name})`")
+        setattr(error, _NOTED_CALLEE, True)
+    except (AttributeError, TypeError):  # pragma: no cover - an exception with __slots__
+        pass

@@ -92,6 +92,16 @@ _MIN_CHECKPOINTS = 8
 _REPETITIONS = 64  # the most recomputations per step the plan tells apart
 
 
+def _known_size(shape) -> int:
+    """The elements of ``shape``, a symbolic dimension (an export for every size)
+    counted as 1: the number of checkpoints must be known while tracing, and a
+    size known only when the program runs cannot lower it."""
+    n = 1
+    for d in shape:
+        n *= d if isinstance(d, int) else 1
+    return n
+
+
 def default_checkpoints(state_bytes: int) -> int:
     """How many states the backward pass keeps for a loop state of ``state_bytes`` bytes."""
     fit = _CHECKPOINT_BYTES // max(state_bytes, 1)
@@ -135,7 +145,7 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
     arrays, test_jaxpr, body_jaxpr = trace_loop(test, body, arrays, stabilize)
     if checkpoints is None:
         checkpoints = default_checkpoints(
-            sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in body_jaxpr.in_avals))
+            sum(_known_size(a.shape) * a.dtype.itemsize for a in body_jaxpr.in_avals))
     consts = list(test_jaxpr.consts) + list(body_jaxpr.consts)
     n_test = len(test_jaxpr.consts)
     test_open, body_open = without_consts(test_jaxpr), without_consts(body_jaxpr)

@@ -134,6 +134,16 @@ def _names_the_return_value(loop):
     return run
 
 
+def misplaced_loop_options(reason: str, *args: Any, **options: Any) -> None:
+    """A ``set_loop_options(...)`` call that configures no loop: raises
+    ``LoopOptionsError`` with ``reason``, at the user's line."""
+    raise errors.LoopOptionsError(
+        "`set_loop_options` configures the `while` loop whose body it starts",
+        observed=reason,
+        fix="make it the first statement of the body of the `while` loop it is for, or "
+            "remove it")
+
+
 @_names_the_return_value
 def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                init: Sequence[Any], *, names: Sequence[str],
@@ -187,6 +197,9 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
       LoopStateError: a variable of a staged loop changes its type, shape or
         structure, or the limit of ``bound`` changes while the body runs.
     """
+    if opts:
+        from autograph import directives
+        directives.check_loop_options(opts, errors.current_location())  # (the loop's line)
     state = tuple(init)
     names = tuple(names)
     # The counter moves toward its limit by one step an iteration at most (or the

@@ -46,19 +46,18 @@ def _note_python_loop(why: str, trips: int, *, proof: bool = False) -> None:
     if len(python_loops) < 64:
         python_loops.append(entry)
     if trips > WARN_TRIPS:
-        import warnings
         where = f"{loc.short}: " if loc is not None else ""
         if proof:
-            warnings.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in "
-                          f"Python, as under plain `jax.jit`, because {why}. A body that "
-                          f"only computes on arrays (operators, `jnp`/`lax` functions, "
-                          f"helpers of that kind) stages as one `lax.scan`; `autograph "
-                          f"explain` shows what blocks it", stacklevel=5)
+            errors.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in "
+                        f"Python, as under plain `jax.jit`, because {why}. A body that "
+                        f"only computes on arrays (operators, `jnp`/`lax` functions, "
+                        f"helpers of that kind) stages as one `lax.scan`; `autograph "
+                        f"explain` shows what blocks it")
             return
-        warnings.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in Python, "
-                      f"as under plain `jax.jit`, because {why}; staged as one `lax.scan` its "
-                      f"index would be a traced int32. Use the index only in arithmetic, "
-                      f"comparisons and array indexing to stage it", stacklevel=3)
+        errors.warn(f"{where}this `for` loop of {trips} iterations runs unrolled in Python, "
+                    f"as under plain `jax.jit`, because {why}; staged as one `lax.scan` its "
+                    f"index would be a traced int32. Use the index only in arithmetic, "
+                    f"comparisons and array indexing to stage it")
 
 
 def _python_number_used(uses, state, names, fns) -> str | None:
@@ -83,7 +82,6 @@ def _observed(error) -> str:
 
 
 def _warn_unrolled(error) -> None:
-    import warnings
     loc = errors.current_location()
     where = f"{loc.short}: " if loc is not None else ""
     lines = str(error).strip().splitlines()
@@ -99,8 +97,7 @@ def _warn_unrolled(error) -> None:
         why = (f"it cannot be staged as one `lax.scan` ({type(error).__name__}: {reason}); "
                f"as under plain `jax.jit`, each iteration is traced in turn, so compile time "
                f"grows with the trip count")
-    warnings.warn(f"{where}this `for` loop runs unrolled in Python, because {why}",
-                  stacklevel=3)
+    errors.warn(f"{where}this `for` loop runs unrolled in Python, because {why}")
 
 
 def _in_linen() -> bool:

@@ -142,15 +142,18 @@ def test_read_from_a_file_without_the_import():
     assert "opts=" not in got
 
 
-def test_misplaced_directive_is_refused_in_every_spelling():
+def test_misplaced_directive_is_an_error_where_it_runs_in_every_spelling():
     def late(x):
         while x < 100.0:
             x = x * 1.5
             slo(maximum_iterations=10)
         return x
 
-    with pytest.raises(errors.ConversionError, match="must be the first statement"):
-        autograph.to_code(late)
+    assert "ag__.misplaced_loop_options(" in autograph.to_code(late)
+    with pytest.raises(errors.LoopOptionsError, match="not the first statement") as info:
+        jax.jit(autograph.convert(late))(1.0)
+    assert "test_directive_calls.py" in str(info.value)
+    assert "slo(maximum_iterations=10)" in str(info.value)
 
 
 def test_resolver_follows_modules_only():

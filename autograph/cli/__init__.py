@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="autograph",
         description="AutoGraph for JAX: show how Python control flow is converted to `lax`.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from autograph import __version__
+    parser.add_argument("--version", action="version", version=f"autograph {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     color: dict[str, Any] = dict(  # add_argument's keywords, shared by two commands
         choices=("auto", "always", "never"), default="auto",

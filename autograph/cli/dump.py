@@ -32,7 +32,9 @@ def run(args, out, err) -> int:
         else:
             print(detail or f"autograph: error: {message}", file=err)
 
+    progress = Progress(err, len(target.files))
     for f in target.files:
+        progress.show(f.display)
         try:
             text = read_text(f)
         except FileError as e:
@@ -60,6 +62,7 @@ def run(args, out, err) -> int:
                 blocks.append(style.bold(header(fn)) + "\n" + fn.converted)
         if args.outdir is not None:
             mirrors.append((f.mirror, mirror_text(text, [fn for fn in chosen if fn.error is None])))
+    progress.done()
     out.write("\n".join(b for b in blocks if b))
     if not checked and not failed and not args.check:
         print(f"autograph: {args.target} defines no functions", file=err)
@@ -70,6 +73,31 @@ def run(args, out, err) -> int:
         print(f"{checked} function{'s' * (checked != 1)} in {files} file{'s' * (files != 1)}: "
               + (f"{failed} failed" if failed else "all convert"), file=out)
     return EXIT_CONVERSION if failed else EXIT_OK
+
+
+class Progress:
+    """A one-line count of the files done, on ``stream`` while it is a terminal and
+    there are more than a few files; nothing otherwise (a pipe, a log, CI)."""
+
+    def __init__(self, stream, total: int):
+        isatty = getattr(stream, "isatty", None)
+        self._stream = stream
+        self._on = total > 4 and bool(isatty and isatty())
+        self._total, self._done, self._width = total, 0, 0
+
+    def show(self, name: str) -> None:
+        if not self._on:
+            return
+        self._done += 1
+        line = f"[{self._done}/{self._total}] {name}"[:100]
+        self._stream.write("\r" + line.ljust(self._width))
+        self._stream.flush()
+        self._width = len(line)
+
+    def done(self) -> None:
+        if self._on and self._width:
+            self._stream.write("\r" + " " * self._width + "\r")
+            self._stream.flush()
 
 
 def _write_mirror(outdir: str, mirrors, sources: set, out) -> None:

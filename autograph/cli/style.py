@@ -45,6 +45,19 @@ def choose(choice: str, stream) -> Style:
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 
 
+def _user_line(lines: dict, start: int, default: int) -> int:
+    """The user's line of the unparsed line ``start``: that of the nearest mapped
+    line at or before it (a docstring's or a continued statement's lines have no
+    entry of their own), else the one after it."""
+    if start in lines:
+        return lines[start]
+    before = [k for k in lines if k <= start]
+    if before:
+        return lines[max(before)]
+    after = [k for k in lines if k > start]
+    return lines[min(after)] if after else default
+
+
 def diff(fn: Function, style: Style) -> str:
     """A unified diff from the original to the converted source of ``fn``.
 
@@ -60,7 +73,7 @@ def diff(fn: Function, style: Style) -> str:
         m = _HUNK.match(line)
         if m:
             start = max(int(m.group(1)), 1)
-            user = fn.original_map.get(start, fn.line)
+            user = _user_line(fn.original_map, start, fn.line)
             out.append(style.cyan(f"{line.rstrip()} {fn.file.display}:{user}") + "\n")
         elif line.startswith(("---", "+++")):
             out.append(style.bold(line))

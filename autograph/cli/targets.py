@@ -90,13 +90,34 @@ def _find_module(name: str):
             if spec is None or not spec.submodule_search_locations:
                 spec = None
                 break
-            spec = importlib.machinery.PathFinder.find_spec(
-                ".".join(parts[:i + 1]), list(spec.submodule_search_locations))
-        if spec is None and len(parts) > 1:
+            spec = _find_in(".".join(parts[:i + 1]), list(spec.submodule_search_locations))
+    except (Exception, SystemExit):  # noqa: BLE001 - the search along directories failed
+        spec = None
+    if spec is None and len(parts) > 1:
+        try:
             spec = importlib.util.find_spec(name)
-    except (Exception, SystemExit):  # noqa: BLE001 - a parent package failed to import
-        return None
+        except (Exception, SystemExit):  # noqa: BLE001 - a parent package failed to import
+            return None
     return spec
+
+
+def _find_in(name: str, locations: list[str]):
+    """The spec of ``name`` (a dotted name) in ``locations``. A folder without an
+    ``__init__.py`` (a namespace package, such as ``optax/_src``) is found too:
+    ``PathFinder`` makes its spec only once its parent is imported."""
+    try:
+        return importlib.machinery.PathFinder.find_spec(name, locations)
+    except KeyError:  # the parent of a namespace package is not imported
+        last = name.rpartition(".")[2]
+        for where in locations:
+            folder = os.path.join(where, last)
+            if os.path.isfile(folder + ".py"):
+                return importlib.util.spec_from_file_location(name, folder + ".py")
+            if os.path.isdir(folder):
+                spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+                spec.submodule_search_locations = [folder]
+                return spec
+        return None
 
 
 def _module_files(name: str) -> list[SourceFile]:

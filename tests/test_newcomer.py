@@ -1,0 +1,297 @@
+"""What a new user meets first: mistakes get a clear answer at their own line,
+the package behaves as Python packages do, and the command line finds what it
+is pointed at."""
+
+import functools
+import io
+import logging
+import os
+import subprocess
+import sys
+import traceback
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from autograph import errors
+
+HERE = os.path.basename(__file__)
+
+
+# -- loop options -----------------------------------------------------------------------
+
+
+def typo(x):
+    while x < 100.0:
+        autograph.set_loop_options(max_iterations=5)
+        x = x * 1.5
+    return x
+
+
+def negative(x):
+    while x < 100.0:
+        autograph.set_loop_options(maximum_iterations=-1)
+        x = x * 1.5
+    return x
+
+
+def in_a_for_loop(x):
+    for _ in range(3):
+        autograph.set_loop_options(maximum_iterations=5)
+        x = x * 1.5
+    return x
+
+
+def after_other_statements(x):
+    while x < 100.0:
+        x = x * 1.5
+        autograph.set_loop_options(maximum_iterations=5)
+    return x
+
+
+def in_an_if(x):
+    while x < 100.0:
+        if x > 10.0:
+            autograph.set_loop_options(maximum_iterations=5)
+        x = x * 1.5
+    return x
+
+
+def bounded(x):
+    while x < 100.0:
+        autograph.set_loop_options(maximum_iterations=5)
+        x = x * 1.5
+    return x
+
+
+@pytest.mark.parametrize("fn, says", [
+    (typo, "has no option `max_iterations`"),
+    (negative, "takes an integer of at least 0"),
+    (in_a_for_loop, "a `for` loop"),
+    (after_other_statements, "not the first statement"),
+    (in_an_if, "not the first statement"),
+])
+def test_a_wrong_loop_option_is_a_clear_error_at_the_users_line(fn, says):
+    for run in (jax.jit(autograph.convert(fn)), autograph.function(fn)):
+        with pytest.raises(errors.LoopOptionsError, match=says) as info:
+            run(jnp.float32(1.0))
+        message = str(info.value)
+        assert f"{HERE}:" in message and "fix:" in message
+        assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+    if fn is typo:
+        assert "did you mean `maximum_iterations=`" in message
+
+
+def test_a_loop_option_where_it_belongs_still_bounds_the_loop():
+    assert float(jax.jit(autograph.convert(bounded))(1.0)) == pytest.approx(1.5 ** 5)
+    assert bounded(1.0) == pytest.approx(1.5 ** 12)  # plain Python: the call does nothing
+
+
+def test_set_loop_options_outside_converted_code_checks_its_options():
+    with pytest.raises(errors.LoopOptionsError, match="did you mean `checkpoints=`"):
+        autograph.set_loop_options(checkpoint=4)
+    with pytest.raises(TypeError):
+        autograph.set_loop_options(checkpoints=1)
+    autograph.set_loop_options(maximum_iterations=np.int64(3), checkpoints=4)  # fine
+
+
+# -- methods, warnings and tracebacks ------------------------------------------------------
+
+
+class Scaler:
+    @functools.partial(jax.jit, static_argnums=0)
+    def apply(self, x):
+        if x > 0:
+            return x * 2.0
+        return -x
+
+
+def test_convert_of_a_method_decorated_with_jit():
+    f = autograph.convert(Scaler().apply)
+    assert float(f(jnp.float32(3.0))) == 6.0
+    assert float(f(jnp.float32(-3.0))) == 3.0
+
+
+_LOG = logging.getLogger("tests.newcomer")
+
+
+def logs_every_step(x):
+    for i in range(150):
+        _LOG.info("step", i)
+        x = x + 1.0
+    return x
+
+
+def test_warnings_point_at_the_users_line():
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        jax.jit(autograph.convert(logs_every_step))(1.0)
+    unrolled = [w for w in record if "runs unrolled" in str(w.message)]
+    assert unrolled, [str(w.message) for w in record]
+    assert all(os.path.basename(w.filename) == HERE for w in unrolled), \
+        [(w.filename, w.lineno) for w in unrolled]
+    assert unrolled[0].lineno == logs_every_step.__code__.co_firstlineno + 1
+
+
+def test_a_function_without_source_warns_once_at_the_users_line():
+    namespace: dict = {}
+    exec("def no_source(x):\n    return x + 1\n", namespace)
+    no_source = namespace["no_source"]
+
+    def caller(x):
+        return no_source(x) * 2
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        f = jax.jit(autograph.convert(caller))
+        assert float(f(1.0)) == 4.0
+        assert float(f(2.0)) == 6.0
+    said = [w for w in record if "no_source" in str(w.message)]
+    assert len(said) == 1, [str(w.message) for w in said]
+    assert os.path.basename(said[0].filename) == HERE
+
+
+def fact(n):
+    if n <= 1:
+        return 1.0
+    return n * fact(n - 1)
+
+
+def test_a_runaway_recursion_shows_a_short_traceback():
+    with pytest.raises(errors.ConversionError, match="recursive call") as info:
+        jax.jit(autograph.convert(fact))(jnp.float32(5.0))
+    frames = traceback.extract_tb(info.value.__traceback__)
+    generated = [f for f in frames if f.filename.startswith("<autograph")]
+    assert len(generated) <= 8, len(generated)
+    assert any("left out of the traceback" in n for n in info.value.__notes__)
+
+
+def test_jax_errors_under_function_name_the_users_file():
+    @autograph.function
+    def needs_python(x):
+        return np.asarray(x) + 1
+
+    with pytest.raises(jax.errors.TracerArrayConversionError) as info:
+        needs_python(jnp.float32(1.0))
+    assert "autograph/function.py" not in str(info.value)
+    assert HERE in str(info.value)
+
+
+def schedule(step):
+    if step < 10:
+        return 0.1
+    return 0.01
+
+
+def test_user_code_a_library_calls_unconverted_gets_a_hint():
+    def total(x):
+        return functools.reduce(lambda a, b: a + b, [x, x]) * schedule(x)
+
+    def through_the_library(x):
+        return functools.reduce(lambda a, s: a + schedule(s), [x, x], 0.0)
+
+    assert float(jax.jit(autograph.convert(total))(3.0)) == pytest.approx(0.6)
+    with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+        jax.jit(autograph.convert(lambda x: functools.reduce(
+            lambda a, b: a + b, map(schedule, [x, x]))))(3.0)
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "schedule" in notes and "ran unconverted" in notes
+    assert "autograph.convert(schedule)" in notes
+    del through_the_library
+
+
+# -- export, retracing ------------------------------------------------------------------
+
+
+def grows(x):
+    while jnp.sum(x) < 100.0:
+        x = x * 1.5 + 0.1
+    return x
+
+
+def test_export_with_a_none_dimension_through_an_unbounded_while():
+    exported = autograph.export(grows, autograph.TensorSpec([None], jnp.float32))
+    for n in (2, 5):
+        x = np.ones(n, np.float32)
+        np.testing.assert_allclose(exported.call(x), np.asarray(grows(jnp.asarray(x))),
+                                   rtol=1e-5)
+
+
+def test_the_retrace_warning_for_changing_dict_keys_names_the_keys():
+    f = autograph.function(lambda d: sum(d.values()))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for i in range(8):
+            f({f"k{i}": jnp.float32(1.0), "b": jnp.float32(2.0)})
+    said = [str(w.message) for w in record if "traced" in str(w.message)]
+    assert len(said) == 1
+    assert "the keys of `d`" in said[0] and "added 'k" in said[0]
+    assert "Tracer" not in said[0] and "keep the keys the same" in said[0]
+
+
+# -- the package ------------------------------------------------------------------------
+
+
+def test_dir_shows_the_public_api_only():
+    names = dir(autograph)
+    assert "convert" in names and "function" in names and "__version__" in names
+    assert "PackageNotFoundError" not in names
+    assert not {"api", "runtime", "loader", "parsing"} & set(names)
+    assert set(autograph.__all__) <= set(names)
+
+
+def test_the_package_says_it_is_typed():
+    root = os.path.dirname(autograph.__file__)
+    assert os.path.isfile(os.path.join(root, "py.typed"))
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "autograph", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+def test_version_on_the_command_line():
+    done = _cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"autograph {autograph.__version__}"
+
+
+def test_dump_finds_a_module_in_a_folder_without_init(tmp_path):
+    folder = tmp_path / "pkg" / "sub"
+    folder.mkdir(parents=True)
+    (folder / "mod.py").write_text("def f(x):\n    if x > 0:\n        x = -x\n    return x\n")
+    done = _cli("dump", "pkg.sub.mod", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "ag__.if_stmt" in done.stdout
+
+
+def test_diff_hunk_headers_name_the_hunks_line(tmp_path):
+    lines = ["def f(x):", '    """Doc', "    string", '    here."""',
+             *[f"    a{i} = {i}" for i in range(8)], "    if x > 0:", "        x = x + 1",
+             "    return x"]
+    (tmp_path / "m.py").write_text("\n".join(lines) + "\n")
+    done = _cli("dump", "m.py", "--diff", "--color", "never", cwd=tmp_path)
+    out = done.stdout.splitlines()
+    at = next(i for i, ln in enumerate(out) if ln.startswith("@@"))
+    user_line = int(out[at].rsplit(":", 1)[1])
+    first_shown = out[at + 1].strip()  # the hunk's first line, as the user wrote it
+    assert lines[user_line - 1].strip() == first_shown, (out[at], first_shown)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_dump_shows_progress_on_a_terminal_only(tmp_path):
+    from autograph.cli.dump import Progress
+    tty, pipe = _Terminal(), io.StringIO()
+    for stream in (tty, pipe):
+        p = Progress(stream, 10)
+        for i in range(10):
+            p.show(f"f{i}.py")
+        p.done()
+    assert "[10/10] f9.py" in tty.getvalue() and pipe.getvalue() == ""
