@@ -24,11 +24,16 @@ demo: $(STAMP)
 	$(PY) examples/collatz.py
 
 # the lint gate (ruff, configured in pyproject.toml), the type check, the whole suite,
-# then the core of the suite on the oldest JAX the project supports
+# then the core of the suite on the oldest JAX the project supports. The suite runs in
+# TEST_WORKERS processes (pytest-xdist), a test file to a process, and ends with its
+# 10 slowest tests.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --durations=10
+
 test: $(STAMP)
 	$(PY) -m ruff check .
 	@$(MAKE) --no-print-directory typecheck
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_PARALLEL)
 	@$(MAKE) --no-print-directory test-oldest
 
 # The oldest supported JAX (autograph/jax_internals.py's OLDEST, pyproject.toml's
@@ -47,7 +52,7 @@ test-oldest:
 	@test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
 	$(OLDEST_VENV)/bin/python -m pip install -q --disable-pip-version-check \
 		'jax==$(OLDEST_JAX)' 'jaxlib==$(OLDEST_JAX)' -e '.[test]'
-	$(OLDEST_VENV)/bin/python -m pytest -q $(OLDEST_TESTS) -k 'not 1000'
+	$(OLDEST_VENV)/bin/python -m pytest -q $(PYTEST_PARALLEL) $(OLDEST_TESTS) -k 'not 1000'
 
 # The type check (mypy, configured in pyproject.toml's [tool.mypy]). The folders
 # converters/ and runtime/ install as autograph.converters and autograph.runtime

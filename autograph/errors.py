@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import os
+import re
 import sys
 import threading
 import types
@@ -350,6 +351,52 @@ def annotate_traceback(exc: BaseException) -> None:
             exc.add_note("in converted code, from the user's source:\n" + "\n".join(notes))
             setattr(exc, _NOTED, True)
         except (AttributeError, TypeError):
+            pass
+
+
+_TRACED_AT = re.compile(r"the function (\S+) at (\S+?):(\d+)( for \w+)?")
+_GENERATED_AT = re.compile(r"(<autograph [^>]*>):(\d+)")
+_GENERATED_QUALNAME = re.compile(r"__autograph_factory\.<locals>\.(?:__autograph_converted\."
+                                 r"<locals>\.)?")
+
+
+def clean_generated_names(exc: BaseException) -> None:
+    """Rewrites a message (JAX's, say) that names generated code or autograph's own
+    functions: ``loop_body at <autograph f@model.py:3>:9`` becomes the user's
+    ``model.py:5``, and "tracing the function flat_fn at .../runtime/jaxprs.py:46"
+    names the user's line where the error was raised."""
+    if not exc.args or not isinstance(exc.args[0], str):
+        return
+    text = exc.args[0]
+    if "<autograph " not in text and "__autograph_" not in text and not any(
+            d in text for d in _OWN_DIRS):
+        return
+    innermost = innermost_user_location(exc)
+
+    def traced_at(m: re.Match) -> str:
+        filename, line = m.group(2), int(m.group(3))
+        if is_generated(filename):
+            loc = user_location(filename, line)
+            return f"converted code at {loc.short}" if loc is not None else m.group(0)
+        if _own_code(filename):
+            where = f" at {innermost.short}" if innermost is not None else ""
+            return f"converted code{where}"
+        return m.group(0)
+
+    def generated_at(m: re.Match) -> str:
+        loc = user_location(m.group(1), int(m.group(2)))
+        return loc.short if loc is not None else m.group(0)
+
+    new = _TRACED_AT.sub(traced_at, text)
+    if new != text:  # its arguments are the flattened state of a staged block
+        new = re.sub(r"(the value of )?the argument flat\[\d+\]",
+                     "a value the staged loop or branch carries", new)
+    new = _GENERATED_AT.sub(generated_at, new)
+    new = _GENERATED_QUALNAME.sub("", new)
+    if new != text:
+        try:
+            exc.args = (new,) + tuple(exc.args[1:])
+        except (AttributeError, TypeError):  # pragma: no cover - read-only args
             pass
 
 

@@ -33,6 +33,7 @@ from autograph.converters import (
     continue_statements,
     index_uses,
     loop_counters,
+    match_statements,
     return_statements,
     while_statements,
 )
@@ -48,7 +49,8 @@ from autograph.runtime.loop_plan import (
 )
 
 # as in the pipeline: counters are found before the jump passes move their steps
-_JUMP_PASSES = (loop_counters, continue_statements, break_statements, return_statements)
+_JUMP_PASSES = (match_statements, loop_counters, continue_statements, break_statements,
+                return_statements)
 _BLOCKS = (gast.If, gast.While, gast.For)
 _MARK = "_autograph_explain_user"  # set on the user's own `if`/`while`/`for` nodes
 
@@ -115,6 +117,17 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     checks.check(node, filename, directives)
     user_names = _identifiers(node)
     user_nodes, user_tests = {}, {}
+    cases: dict[int, str] = {}  # the line of each `case` -> `match SUBJECT: case PATTERN`
+    for n in gast.walk(node):
+        if isinstance(n, gast.Match):
+            subject = _source_text(source, n.subject)
+            for c in n.cases:
+                line = getattr(c.pattern, "lineno", None)
+                if line is not None:
+                    cases[line] = (f"match {subject}: case "
+                                   f"{ast.unparse(gast.gast_to_ast(c.pattern))}"
+                                   + (f" if {_source_text(source, c.guard)}" if c.guard
+                                      else "") + ":")
     for n in _walk(node):
         if isinstance(n, _BLOCKS):
             setattr(n, _MARK, True)
@@ -132,6 +145,7 @@ def explain_function(node: gast.FunctionDef, qualname: str, filename: str,
     blocks: list[Block] = []
     describer = _Describer(blocks, lines, source, user_nodes, user_tests, kept, ctx.namer.roles,
                            directives)
+    describer.cases = cases
     describer.scope = invisible.SourceScope(imports, top_level)
     describer.filename = filename
     describer.function(node, qualname, {})
@@ -270,6 +284,7 @@ class _Describer:
         self.roles = roles  # generated name -> naming.Role
         self.scope: invisible.Scope = invisible.Scope(None)
         self.filename = ""
+        self.cases: dict[int, str] = {}
 
     def function(self, fn: gast.FunctionDef, qualname: str, outer_deps: dict) -> None:
         deps = _dependencies(fn, outer_deps)
@@ -316,6 +331,10 @@ class _Describer:
                 generated = (f"rewritten by the jump lowering as `{kind} "
                              f"{self._text(node.test)}:` around the code that follows it, "
                              f"so the jump needs no flag")
+        elif isinstance(node, gast.If) and node.lineno in self.cases:
+            header = self.cases[node.lineno]
+            generated = (f"a `case` of a `match`, tested as `if "
+                         f"{ast.unparse(gast.gast_to_ast(node.test))}:`")
         else:
             header = f"{kind} {ast.unparse(gast.gast_to_ast(node.test))}:"
             generated = self._why_generated(node)
@@ -324,6 +343,8 @@ class _Describer:
         if isinstance(node, gast.If):
             self._if(node, block, locals_)
             test = self.user_tests.get(_key(origin)) if origin is not None else None
+            if test is None and origin is None:  # generated: its test is no text of the user's
+                test = ast.unparse(gast.gast_to_ast(node.test))
             self._if_runtime(node, test or self._text(node.test), block, deps)
         else:
             self._loop(node, block, locals_)
@@ -599,6 +620,14 @@ def render(exp: Explanation, style=None, width: int = 100) -> str:
         out.append(textwrap.fill(text, width, initial_indent=f"  {label:<13}",
                                  subsequent_indent=" " * 15, break_on_hyphens=False))
 
+    def clauses(label: str, text: str) -> None:
+        """One line (wrapped) per clause of ``text``: a short list, not one sentence."""
+        for i, part in enumerate(_clauses(text)):
+            out.append(textwrap.fill(part, width,
+                                     initial_indent=f"  {label if i == 0 else '':<13}"
+                                     + ("" if i == 0 else "- "),
+                                     subsequent_indent=" " * 17, break_on_hyphens=False))
+
     for b in exp.blocks:
         out.append("")
         if b.function != current:
@@ -620,16 +649,33 @@ def render(exp: Explanation, style=None, width: int = 100) -> str:
         if b.sets_return:
             field("returns:", "yes: a `return` inside sets the function's result")
         field("local:", f"{_list(b.local)} (assigned inside, not needed after it)")
-        field("runs as:", b.runtime)
-        field("depends on:", b.depends)
+        clauses("runs as:", b.runtime)
+        clauses("depends on:", b.depends)
         if b.under_grad:
-            field("under grad:", b.under_grad)
+            clauses("under grad:", b.under_grad)
     if exp.generated_names:
         out.append("")
         field_text = "; ".join(f"`{n}`: {role}" for n, role in exp.generated_names.items())
         out.append(textwrap.fill("generated names: " + field_text, width,
                                  subsequent_indent="  ", break_on_hyphens=False))
     return "\n".join(out) + "\n"
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` split at its ``; `` (outside backticks and brackets)."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if ch == "`":
+            quoted = not quoted
+        elif not quoted and ch in "([":
+            depth += 1
+        elif not quoted and ch in ")]":
+            depth -= 1
+        elif ch == ";" and not quoted and depth == 0 and text[i + 1:i + 2] == " ":
+            parts.append(text[start:i])
+            start = i + 2
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
 
 
 def _list(names) -> str:

@@ -170,11 +170,13 @@ def launch(argv: list[str], processes: int, devices_per_process: int,
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    parser.add_argument("--epochs", type=int, default=2, help="passes over the training set")
+    parser.add_argument("--batch-size", type=int, default=64,
+                        help="examples per batch, split over the devices")
+    parser.add_argument("--learning-rate", type=float, default=3e-3, help="Adam's step size")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data shuffle and the initial weights")
     parser.add_argument("--processes", type=int, default=1,
                         help="how many processes (started here, unless --rank is given)")
     parser.add_argument("--devices-per-process", type=int, default=2,

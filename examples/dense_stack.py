@@ -119,11 +119,13 @@ def compare(num_layers: int = 100, batch: int = 20, calls: int = 100, rounds: in
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=100)
-    parser.add_argument("--batch", type=int, default=20)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    parser.add_argument("--layers", type=int, default=100,
+                        help="Dense(64, relu) layers in the stack")
+    parser.add_argument("--batch", type=int, default=20, help="examples per call")
     parser.add_argument("--calls", type=int, default=100, help="compiled calls per round")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="timing rounds (the median is reported)")
     args = parser.parse_args(argv)
 
     r = compare(args.layers, args.batch, args.calls, args.rounds)

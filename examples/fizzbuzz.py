@@ -36,8 +36,8 @@ def fizzbuzz(n):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("n", type=int, nargs="?", default=15)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    parser.add_argument("n", type=int, nargs="?", default=15, help="count from 1 to N")
     args = parser.parse_args(argv)
 
     print(autograph.to_code(fizzbuzz))

@@ -65,9 +65,11 @@ def words(vocab, prompt, tokens, length) -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-len", type=int, default=12)
-    parser.add_argument("prompts", nargs="*", default=["the", "a", "my", "time", "cat"])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    parser.add_argument("--max-len", type=int, default=12,
+                        help="the most tokens decoded per prompt")
+    parser.add_argument("prompts", nargs="*", default=["the", "a", "my", "time", "cat"],
+                        help="first words to decode from")
     args = parser.parse_args(argv)
 
     print(autograph.to_code(greedy_decode))

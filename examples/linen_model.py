@@ -42,8 +42,8 @@ class Gated(nn.Module):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=60)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    ap.add_argument("--steps", type=int, default=60, help="training steps")
     args = ap.parse_args(argv)
     model = Gated()
     x = jax.random.normal(jax.random.key(0), (32, 3))

@@ -85,11 +85,12 @@ def check_against_eager(model, x):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
     parser.add_argument("--steps", type=int, default=60, help="training steps")
-    parser.add_argument("--examples", type=int, default=256)
-    parser.add_argument("--width", type=int, default=32)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--examples", type=int, default=256, help="training examples")
+    parser.add_argument("--width", type=int, default=32, help="hidden width of the module")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data and the initial weights")
     args = parser.parse_args(argv)
 
     print(autograph.to_code(Refiner.__call__.python_function))

@@ -49,9 +49,10 @@ def solve_kepler(mean_anomaly, eccentricity):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
     parser.add_argument("--points", type=int, default=1000, help="mean anomalies for vmap")
-    parser.add_argument("--eccentricity", type=float, default=0.9)
+    parser.add_argument("--eccentricity", type=float, default=0.9,
+                        help="orbital eccentricity in Kepler's equation (0 to 1)")
     args = parser.parse_args(argv)
 
     print(autograph.to_code(newton))

@@ -81,13 +81,14 @@ def fresh(in_size: int, width: int, lr: float):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--epochs", type=int, default=8)
-    ap.add_argument("--batches", type=int, default=32)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--width", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--target", type=float, default=0.05)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    ap.add_argument("--epochs", type=int, default=8, help="passes over the batches")
+    ap.add_argument("--batches", type=int, default=32, help="batches per epoch")
+    ap.add_argument("--batch-size", type=int, default=16, help="examples per batch")
+    ap.add_argument("--width", type=int, default=32, help="hidden width of the model")
+    ap.add_argument("--lr", type=float, default=0.01, help="Adam's step size")
+    ap.add_argument("--target", type=float, default=0.05,
+                    help="stop an epoch at the first batch whose loss is under this")
     args = ap.parse_args(argv)
     in_size = 4
     xs, ys = make_batches(jax.random.key(1), args.batches, args.batch_size, in_size)

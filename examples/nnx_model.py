@@ -75,11 +75,11 @@ def fresh(in_size: int, width: int, lr: float):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=40)
-    ap.add_argument("--examples", type=int, default=64)
-    ap.add_argument("--width", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=0.01)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    ap.add_argument("--steps", type=int, default=40, help="training steps")
+    ap.add_argument("--examples", type=int, default=64, help="training examples")
+    ap.add_argument("--width", type=int, default=16, help="hidden width of the model")
+    ap.add_argument("--lr", type=float, default=0.01, help="Adam's step size")
     args = ap.parse_args(argv)
     x, y = make_data(jax.random.key(1), args.examples, 4)
 

@@ -155,11 +155,12 @@ def plot_losses(losses, path: str) -> None:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    parser.add_argument("--epochs", type=int, default=15, help="passes over the training set")
+    parser.add_argument("--batch-size", type=int, default=64, help="examples per batch")
+    parser.add_argument("--learning-rate", type=float, default=3e-3, help="Adam's step size")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data split and the initial weights")
     parser.add_argument("--plot", nargs="?", const="training_loss.png", default=None,
                         metavar="PNG", help="save the loss curve (default training_loss.png)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")

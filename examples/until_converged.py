@@ -101,7 +101,7 @@ CASES = {  # name: (function, arguments), differentiated in the first two
 
 
 def main(argv=None) -> dict:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`")).parse_args(argv)
     results = {}
     for name, (fn, args) in CASES.items():
         grad = jax.grad(fn, argnums=(0, 1), has_aux=True)

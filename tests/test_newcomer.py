@@ -295,3 +295,95 @@ def test_dump_shows_progress_on_a_terminal_only(tmp_path):
             p.show(f"f{i}.py")
         p.done()
     assert "[10/10] f9.py" in tty.getvalue() and pipe.getvalue() == ""
+
+
+EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples")
+_EXAMPLES = sorted(f[:-3] for f in os.listdir(EXAMPLES_DIR) if f.endswith(".py"))
+
+
+@pytest.mark.parametrize("name", [n for n in _EXAMPLES if n != "collatz"])
+def test_every_example_option_has_help(name, capsys):
+    import runpy
+    module = runpy.run_path(os.path.join(EXAMPLES_DIR, f"{name}.py"), run_name="example")
+    with pytest.raises(SystemExit):
+        module["main"](["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert not any("``" in ln for ln in lines)
+    for i, line in enumerate(lines):  # an option: its help on its line or the next
+        if line.startswith("  ") and not line.startswith("   ") and "-h, --help" not in line:
+            helped = "  " in line.strip() or (i + 1 < len(lines)
+                                              and lines[i + 1].startswith("      "))
+            assert helped, (name, line)
+
+
+def converts_in_a_loop(x):
+    while x < 10.0:
+        x = x + 1
+        np.float32(x)  # NumPy of a traced value: JAX's error
+    return x
+
+
+def test_jax_errors_in_converted_code_name_the_users_line_not_generated_code():
+    with pytest.raises(jax.errors.TracerArrayConversionError) as info:
+        jax.jit(autograph.convert(converts_in_a_loop))(1.0)
+    message = str(info.value)
+    line = converts_in_a_loop.__code__.co_firstlineno + 3
+    assert f"{HERE}:{line}" in message, message
+    for generated in ("<autograph", "__autograph_", "loop_body", "ag__", "flat_fn",
+                      "jaxprs.py", "flat["):
+        assert generated not in message, (generated, message)
+
+
+_EXPLAINED = '''def f(xs):
+    total = 0.0
+    for x in xs:
+        if x < 0:
+            break
+        total += x
+    else:
+        total = -1.0
+    return total
+
+
+def m(x, k):
+    match k:
+        case 0:
+            y = x
+        case _:
+            y = -x
+    return y
+'''
+
+
+def test_explain_names_guards_and_match_cases_and_keeps_lines_short(tmp_path):
+    (tmp_path / "g.py").write_text(_EXPLAINED)
+    guard = _cli("explain", "g.py:f", cwd=tmp_path).stdout
+    assert "`total = -1.0` is a Python value" not in guard
+    assert "when `not did_break` is a Python value" in guard
+    cases = _cli("explain", "g.py:m", cwd=tmp_path).stdout
+    assert "match k: case 0:" in cases and "no `if`, `while` or `for`" not in cases
+    runs_as = [ln for ln in guard.splitlines() if ln.startswith("               - ")]
+    assert len(runs_as) >= 3  # clauses on lines of their own
+    assert max(map(len, guard.splitlines())) <= 100
+
+
+def test_every_warning_autograph_raises_says_where():
+    """Each `warnings.warn` of the library names a stack level (the user's call), or is
+    `errors.warn`, which finds the user's line."""
+    import ast as python_ast
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    missing = []
+    for folder in ("autograph", "runtime", "converters"):
+        for dirpath, _, files in os.walk(os.path.join(root, folder)):
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                path = os.path.join(dirpath, name)
+                tree = python_ast.parse(open(path, encoding="utf-8").read())
+                for node in python_ast.walk(tree):
+                    if (isinstance(node, python_ast.Call)
+                            and python_ast.unparse(node.func) == "warnings.warn"
+                            and not any(k.arg == "stacklevel" for k in node.keywords)
+                            and not name == "errors.py"):
+                        missing.append(f"{os.path.relpath(path, root)}:{node.lineno}")
+    assert not missing, missing
