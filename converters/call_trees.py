@@ -13,7 +13,9 @@ methods of arrays, lists, dicts and strings. The built-ins the runtime gives
 Python's meaning on traced values (``min``, ``float``, ``any``, ...; see
 ``runtime/builtins``) are calls like any other: the runtime finds its own
 operator by the callee's identity, so a name the module binds to something
-else (``from numpy import max``) keeps its meaning. Inside the body of a
+else (``from numpy import max``) keeps its meaning. So are ``math``'s
+functions (``math.sin(x)`` of a traced ``x`` is ``jnp.sin``; see
+``runtime/math_functions``). Inside the body of a
 `try` with handlers they stay plain calls: there a handler may catch the
 error ``int(x)`` of a traced ``x`` raises while tracing, as under plain
 ``jax.jit``. Calls of autograph's directives (``set_loop_options``, in any
@@ -47,7 +49,7 @@ TRACED_BUILTINS = frozenset({"float", "int", "bool", "complex", "min", "max", "a
                              "sorted", "pow"})
 BUILTIN_NAMES = frozenset(dir(builtins)) - TRACED_BUILTINS
 LIBRARY_ROOTS = frozenset({
-    "jnp", "jax", "lax", "np", "numpy", "math", "cmath", "random", "functools",
+    "jnp", "jax", "lax", "np", "numpy", "cmath", "random", "functools",
     "itertools", "operator", "optax", "jr", "jsp", "scipy", "os", "sys", "time",
     "logging", "warnings", "collections", "typing", "dataclasses", "re", "string",
     "jtu", "tree_util", "ag__", "autograph", "pytest", "copy", "json",

@@ -7,7 +7,7 @@ semantics; traced values are staged with ``lax``.
 import builtins as _python
 import operator  # generated code names comparisons and in-place operators by these functions
 
-from . import builtins, calls
+from . import builtins, calls, math_functions
 from .builtins import in_
 from .calls import converted_call
 from .conditionals import if_exp, if_stmt
@@ -54,4 +54,7 @@ for _builtin, _replacement in ((range, range_), (enumerate, enumerate_), (zip, z
 for _name in builtins.__all__:
     if _name != "in_":
         calls.register_builtin(getattr(_python, _name[:-1]), getattr(builtins, _name))
+# Python's `math` functions: what they compute on a float, on traced values too
+for _builtin, _replacement in math_functions.TABLE.items():
+    calls.register_builtin(_builtin, _replacement)
 del _builtin, _replacement, _name

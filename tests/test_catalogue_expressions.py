@@ -541,3 +541,15 @@ def attribute_load(x):
 
 def test_attribute_load():
     _both(attribute_load, (np.arange(3.0, dtype=np.float32),))
+
+
+def calls_math(x):
+    import math
+    y = math.sqrt(math.fabs(x)) + math.floor(x)
+    if math.isclose(y, 2.0, abs_tol=0.5):
+        y = y * math.pi
+    return y
+
+
+def test_call_math():
+    _both(calls_math, (np.float32(2.0),), (np.float32(-1.5),))

@@ -6,7 +6,9 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
 * assignments and augmented assignments to float locals ``a b c``, vector
   locals ``w u``, int locals ``k j`` and a bool local ``p`` (the parameters
   may be reassigned too);
-* ``jnp.sin``, ``jnp.tanh``, ``jnp.minimum``, ``jnp.where``, ... on those;
+* ``jnp.sin``, ``jnp.tanh``, ``jnp.minimum``, ``jnp.where``, ... on those, and
+  Python's ``math.sin``, ``math.tanh``, ``math.fabs``, ``math.floor``, ... (in
+  ``f`` only: a plain helper under ``jax.grad`` cannot call them in Python);
 * ``if``/``elif``/``else`` on comparisons (chained too), reductions of
   vectors (``jnp.any(w > a)``, ``v.sum() > x``), ``and``/``or``/``not``;
 * ``while`` loops bounded by a counter (``i1 < n`` with ``i1 += 1``; a loop
@@ -243,10 +245,11 @@ class Generator:
         if d <= 0:
             return self.fatom(env)
         kind = ch.pick(["atom", "bin", "unary", "minmax", "where", "ifexp", "vred", "idx",
-                        "int", "boolop", "call", "python"],
+                        "int", "boolop", "call", "python", "math"],
                        [5, 3, 2.5, 1.2, 0.8, 0 if "ifexp" in self.exclude else 0.8, 1, 0.8, 0.6,
                         0 if "value_boolop" in self.exclude else 0.15,
-                        0.9 if self.helpers else 0, self.pv.atom_weight()])
+                        0.9 if self.helpers else 0, self.pv.atom_weight(),
+                        0 if self.legacy or "math" in self.exclude else 0.5])
         if kind == "atom":
             return self.fatom(env)
         if kind == "python":
@@ -258,6 +261,14 @@ class Generator:
             if op == "*":  # keep products bounded
                 return f"({self.fexpr(env, d - 1)} * {self.fbounded(env, d - 1)})"
             return f"({self.fexpr(env, d - 1)} {op} {self.fexpr(env, d - 1)})"
+        if kind == "math":  # Python's `math` on a float: traced, its `jnp` twin
+            fn = ch.pick(["math.sin", "math.tanh", "math.fabs", "math.atan", "math.exp"],
+                         [2, 2, 2, 1, 0.5])
+            if fn == "math.exp":  # bounded: exp of a sine
+                return f"math.exp(math.sin({self.fexpr(env, d - 1)}))"
+            if fn == "math.fabs" and ch.flip(0.3):  # Python's int, an integer array traced
+                return f"math.floor(math.fabs({self.fexpr(env, d - 1)}))"
+            return f"{fn}({self.fexpr(env, d - 1)})"
         if kind == "unary":
             fn = ch.pick(["jnp.sin", "jnp.tanh", "jnp.cos", "jnp.abs", "-"])
             if fn == "-":
@@ -452,7 +463,7 @@ class Generator:
         kind = ch.pick(["convert", "plain", "function", "jit", "plain_if"], [3, 2, 1.5, 1.5, 1])
         straight = kind in ("plain", "jit")
         sub = Generator(ch, p_maybe=0, max_depth=0 if straight else 2,
-                        exclude=self.exclude | FEATURES | (
+                        exclude=self.exclude | FEATURES | {"math"} | (
                             {"ifexp", "value_boolop", "bool_assign", "python_bool"}
                             if straight else set()))
         sub.ret_kind = "f"

@@ -79,7 +79,8 @@ for _logger in jax_internals.CALLBACK_LOGGERS:
 RTOL, ATOL = 1e-4, 1e-5
 HUGE = 1e30
 
-HEADER = "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\nimport autograph\n\n\n"
+HEADER = ("import math\n\nimport jax\nimport jax.numpy as jnp\nimport numpy as np\n\n"
+          "import autograph\n\n\n")
 
 
 @dataclasses.dataclass
