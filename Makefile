@@ -45,7 +45,8 @@ OLDEST_JAX := 0.7.2
 OLDEST_VENV := build/venv-jax-$(OLDEST_JAX)
 OLDEST_TESTS := tests/converters tests/test_jax_internals.py tests/test_jaxprs.py \
 	tests/test_dispatch.py tests/test_api.py tests/test_loops_transforms.py \
-	tests/test_reverse_mode_loops.py tests/test_number_values.py tests/test_run_time_errors.py
+	tests/test_reverse_mode_loops.py tests/test_number_values.py tests/test_run_time_errors.py \
+	tests/test_math_module.py "tests/test_builtins.py::test_in_a_traced_array_on_every_supported_jax"
 
 test-oldest:
 	@test -n "$(PYTHON)" || (echo "error: Python 3.11 or newer is required" >&2; exit 2)

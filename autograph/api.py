@@ -394,6 +394,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True,
         except Exception as e:
             _run_time_errors.reraise(e)  # the user's own exception, raised as the program ran
             _calls.note_unconverted_callee(e)
+            _calls.note_static_size(e)
             errors.clean_generated_names(e)
             errors.annotate_traceback(e)
             errors.filter_traceback(e)

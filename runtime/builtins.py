@@ -809,7 +809,9 @@ def in_(item: Any, container: Any) -> Any:
     """
     if isinstance(container, Tracer) or (
             isinstance(item, Tracer) and isinstance(container, jax.Array)):
-        return container.__contains__(item)  # type: ignore[operator]  # not made a bool
+        # an array's `in`, as NumPy's and newer JAX's define it, kept traced (JAX before
+        # 0.8 gives tracers no `__contains__`)
+        return jnp.any(jnp.asarray(container) == item)
     if type(container) in (list, tuple) and (isinstance(item, Tracer) or any(
             isinstance(v, Tracer) for v in container)):
         found: Any = False

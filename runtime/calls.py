@@ -292,6 +292,24 @@ _TRACER_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerCo
 _NOTED_CALLEE = "_autograph_noted_callee"
 
 
+def note_static_size(error: BaseException) -> None:
+    """Adds to JAX's error for ``jnp.where(c)`` (one argument), ``jnp.nonzero`` or
+    ``jnp.argwhere`` of a traced value the call's line and the fix (``size=``)."""
+    if not isinstance(error, jax.errors.ConcretizationTypeError) or \
+            "size argument of jnp.nonzero" not in str(error):
+        return
+    where = errors.innermost_user_location(error)
+    at = f" ({where.short}: `{where.text.strip()}`)" if where is not None else ""
+    try:
+        error.add_note(
+            f"autograph: `jnp.where` with one argument, `jnp.nonzero` and `jnp.argwhere`"
+            f"{at} give as many indices as there are true elements, a number known only "
+            f"when the program runs; give `size=N` (and `fill_value=`) for a fixed length, "
+            f"or use the three-argument `jnp.where(c, x, y)`")
+    except (AttributeError, TypeError):  # pragma: no cover - an exception with __slots__
+        pass
+
+
 def note_unconverted_callee(error: BaseException) -> None:
     """Adds to a JAX tracer error which user function ran unconverted, where
     converted code called library code (``optax.sgd(schedule)``,

@@ -533,6 +533,17 @@ def test_in():
     check_equivalent(membership, (F32(2.0), a), (F32(3.0), a))
 
 
+@pytest.mark.parametrize("x", [2.0, 3.0])
+def test_in_a_traced_array_on_every_supported_jax(x):
+    # JAX before 0.8 gives its tracers no `__contains__` (`make test-oldest` runs this)
+    def f(x, a):
+        return x in a, x not in a
+
+    a = jnp.array([1.0, 2.0, 4.0])
+    got = jax.jit(autograph.convert(f))(jnp.float32(x), a)
+    assert tuple(bool(g) for g in got) == f(np.float32(x), np.asarray(a))
+
+
 def test_in_as_a_condition():
     def f(c, a):
         if c in a:

@@ -123,3 +123,19 @@ def test_python_values_get_python_math():
     assert f(2.5) == rounded(2.5) and isinstance(f(2.5)[0], int)
     with pytest.raises(ValueError, match="cannot convert float NaN"):
         f(float("nan"))
+
+
+def picks_positive(x):
+    total = 0.0
+    while total < 10.0:
+        idx = jnp.where(x > 0)
+        total = total + x[idx].sum() + 1.0
+    return total
+
+
+def test_where_with_one_argument_in_a_staged_loop_names_the_call_and_the_fix():
+    with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+        jax.jit(autograph.convert(picks_positive))(jnp.array([1.0, -1.0, 2.0]))
+    notes = "\n".join(info.value.__notes__)
+    assert "size=N" in notes and "idx = jnp.where(x > 0)" in notes
+    assert "test_math_module.py" in notes
