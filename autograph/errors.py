@@ -426,11 +426,7 @@ def filter_traceback(exc: BaseException) -> None:
     """
     if os.environ.get("AUTOGRAPH_TRACEBACK_FILTERING", "on").lower() in ("off", "0", "no"):
         return
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
+    frames = traceback_entries(exc)
     kept = [t for t in frames if not _own_frame(t)]
     kept, dropped = _without_repeats(kept)
     if not kept or len(kept) == len(frames):
@@ -445,6 +441,16 @@ def filter_traceback(exc: BaseException) -> None:
     for t in reversed(kept):
         new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
     exc.__traceback__ = new
+
+
+def traceback_entries(exc: BaseException) -> list[types.TracebackType]:
+    """The entries of ``exc``'s traceback, outermost first."""
+    entries = []
+    tb = exc.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    return entries
 
 
 def _without_repeats(frames: list, keep: int = 2) -> tuple[list, int]:

@@ -321,11 +321,7 @@ def note_unconverted_callee(error: BaseException) -> None:
     """
     if not isinstance(error, _TRACER_ERRORS) or getattr(error, _NOTED_CALLEE, False):
         return
-    frames = []
-    tb = error.__traceback__
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
+    frames = errors.traceback_entries(error)
     converted = [i for i, t in enumerate(frames)
                  if errors.is_generated(t.tb_frame.f_code.co_filename)]
     if not converted:
