@@ -272,7 +272,7 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
         if loc is not None:
             filename, lineno = loc.filename, loc.lineno
             break
-        if not (_own_code(code.co_filename) or is_generated(code.co_filename)
+        if not (_own_module(frame) or is_generated(code.co_filename)
                 or "/jax/" in code.co_filename or "/jaxlib/" in code.co_filename):
             filename, lineno = code.co_filename, frame.f_lineno
             break
@@ -401,15 +401,24 @@ def clean_generated_names(exc: BaseException) -> None:
 
 
 # The project's own code: its frames are dropped from tracebacks of errors
-# raised in converted code, as JAX drops its internal frames.
-_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(p)) + os.sep for p in (
-    __file__,
-    os.path.join(os.path.dirname(__file__), "..", "runtime", "__init__.py"),
-    os.path.join(os.path.dirname(__file__), "..", "converters", "__init__.py")))
+# raised in converted code, as JAX drops its internal frames. Installed, the
+# package holds `runtime/` and `converters/`; in the source tree (an editable
+# install) they lie beside it. Never a sibling folder of an installed package:
+# that would be some other top-level `runtime` package.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_OWN_DIRS = (_HERE + os.sep,) if os.path.isdir(os.path.join(_HERE, "runtime")) else tuple(
+    os.path.normpath(os.path.join(_HERE, d)) + os.sep for d in (".", "../runtime",
+                                                                "../converters"))
 
 
 def _own_frame(tb) -> bool:
-    return _own_code(tb.tb_frame.f_code.co_filename)
+    return _own_module(tb.tb_frame)
+
+
+def _own_module(frame: types.FrameType) -> bool:
+    """Whether ``frame`` runs autograph's own code: decided by its module's package."""
+    name = frame.f_globals.get("__name__") or ""
+    return name == "autograph" or name.startswith("autograph.")
 
 
 def _own_code(filename: str) -> bool:

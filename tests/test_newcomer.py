@@ -387,3 +387,17 @@ def test_every_warning_autograph_raises_says_where():
                             and not name == "errors.py"):
                         missing.append(f"{os.path.relpath(path, root)}:{node.lineno}")
     assert not missing, missing
+
+
+def test_the_traceback_filter_decides_by_package_not_by_folder(tmp_path):
+    """Installed, `runtime/` lies inside the package: a folder beside it is another
+    project's top-level package, whose frames must stay in tracebacks."""
+    from autograph import errors as errors_module
+    own = errors_module._OWN_DIRS
+    here = os.path.dirname(os.path.abspath(errors_module.__file__))
+    if os.path.isdir(os.path.join(here, "runtime")):  # installed layout
+        assert own == (here + os.sep,)
+    namespace = {"__name__": "runtime.helpers"}  # someone else's `runtime` package
+    exec("import sys\ndef frame():\n    return sys._getframe()\n", namespace)
+    assert not errors_module._own_module(namespace["frame"]())
+    assert errors_module._own_module(sys._getframe().f_back) is False
