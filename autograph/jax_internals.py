@@ -274,3 +274,42 @@ def allow_stop_gradient_transpose() -> None:
     """
     if _ad_util.stop_gradient_p not in _ad.primitive_transposes:
         _ad.primitive_transposes[_ad_util.stop_gradient_p] = lambda ct, x: [ct]
+
+
+# -- JAX's error messages -------------------------------------------------------------
+# JAX tells some of its errors apart only by their text. They are read here alone,
+# each with a test that makes JAX raise it (tests/test_jax_internals.py), so that a
+# JAX release that rewords one breaks that test, not autograph's behaviour.
+
+_REVERSE_WHILE = "Reverse-mode differentiation does not work for lax.while_loop"
+_ORDERED_MANY_DEVICES = "ordered effects are not supported for more than 1 device"
+_TRACED_SHAPE = "Shapes must be 1D sequences of concrete values of integer type, got "
+_STATIC_SIZE = "size argument of jnp.nonzero"
+
+
+def is_reverse_while_error(error: BaseException) -> bool:
+    """JAX refusing reverse mode through a ``lax.while_loop`` (a ``ValueError``)."""
+    return isinstance(error, ValueError) and _REVERSE_WHILE in str(error)
+
+
+def is_ordered_callbacks_refused(error: BaseException) -> bool:
+    """JAX refusing ordered callbacks in a program over several devices (a ``ValueError``
+    raised when the program is lowered)."""
+    return isinstance(error, ValueError) and _ORDERED_MANY_DEVICES in str(error)
+
+
+def traced_shape(error: BaseException) -> str | None:
+    """The shape JAX names where an array is made with a traced size
+    (``jnp.zeros((1, n))``), as ``(1, int32[])``; None for any other error."""
+    text = str(error)
+    if not isinstance(error, TypeError) or _TRACED_SHAPE not in text:
+        return None
+    shape = text.split(_TRACED_SHAPE, 1)[1].split("\n", 1)[0].rstrip(".")
+    # JitTracer(int32[]) and JitTracer<~int32[]> -> int32[]
+    return re.sub(r"\w*Tracer[(<]~?(.*?)[)>]", r"\1", shape)
+
+
+def is_static_size_error(error: BaseException) -> bool:
+    """JAX asking for ``size=`` of ``jnp.where(c)``/``jnp.nonzero``/``jnp.argwhere`` of a
+    traced value (a ``ConcretizationTypeError``)."""
+    return isinstance(error, jax.errors.ConcretizationTypeError) and _STATIC_SIZE in str(error)

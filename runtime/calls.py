@@ -295,8 +295,8 @@ _NOTED_CALLEE = "_autograph_noted_callee"
 def note_static_size(error: BaseException) -> None:
     """Adds to JAX's error for ``jnp.where(c)`` (one argument), ``jnp.nonzero`` or
     ``jnp.argwhere`` of a traced value the call's line and the fix (``size=``)."""
-    if not isinstance(error, jax.errors.ConcretizationTypeError) or \
-            "size argument of jnp.nonzero" not in str(error):
+    from autograph import jax_internals
+    if not jax_internals.is_static_size_error(error):
         return
     where = errors.innermost_user_location(error)
     at = f" ({where.short}: `{where.text.strip()}`)" if where is not None else ""

@@ -60,8 +60,8 @@ def unordered_now() -> bool:
 def refused_ordered(error: BaseException) -> bool:
     """Whether ``error`` is JAX refusing ordered callbacks in a program over several
     devices (raised when the program is lowered)."""
-    return isinstance(error, ValueError) and "ordered effects are not supported for more " \
-        "than 1 device" in str(error)
+    from autograph import jax_internals
+    return jax_internals.is_ordered_callbacks_refused(error)
 
 
 def _many_devices(operands) -> bool:

@@ -39,14 +39,13 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
-from autograph import errors, tree_formats
+from autograph import errors, jax_internals, tree_formats
 from autograph.analysis import invisible
 
 from . import attributes, calls, loop_plan, objects, run_time_errors
@@ -324,10 +323,6 @@ def _staged_while(test, body, state, names, plan: Plan, loop="while"):
         raise error from None
 
 
-# JAX's message for a shape that holds a traced value (`jnp.zeros((1, n, 2))`)
-_TRACED_SHAPE = "Shapes must be 1D sequences of concrete values of integer type, got "
-
-
 def _traced_shape(e: TypeError, loop: str) -> errors.LoopStateError | None:
     """The error for an array the staged loop's body makes with a shape it traces, or None.
 
@@ -335,12 +330,9 @@ def _traced_shape(e: TypeError, loop: str) -> errors.LoopStateError | None:
     known while tracing. The error names the user's line that asked for the
     shape and the variable it assigns.
     """
-    text = str(e)
-    if _TRACED_SHAPE not in text:
+    shape = jax_internals.traced_shape(e)  # a shape that holds a traced value
+    if shape is None:
         return None
-    shape = text.split(_TRACED_SHAPE, 1)[1].split("\n", 1)[0].rstrip(".")
-    # JitTracer(int32[]) and JitTracer<~int32[]> -> int32[]
-    shape = re.sub(r"\w*Tracer[(<]~?(.*?)[)>]", r"\1", shape)
     location = errors.innermost_user_location(e)
     variable = None if location is None else _made_name(location.text)
     made, fixed = (f"`{variable}`",) * 2 if variable else ("an array", "the array")

@@ -160,7 +160,6 @@ def convert_arguments(f, e: Entry, resolve: Callable) -> Callable:
 # in the tracing thread's context, so concurrent traces never see each other's loops.
 _UNBOUNDED: contextvars.ContextVar[list | None] = contextvars.ContextVar(
     "autograph_unbounded_under_reverse", default=None)
-_REVERSE_WHILE_ERROR = "Reverse-mode differentiation does not work for lax.while_loop"
 
 
 def note_unbounded_under_reverse(where) -> None:
@@ -180,8 +179,7 @@ def _naming_unbounded_loops(gradient_fn):
         try:
             return gradient_fn(*args, **kwargs)
         except ValueError as e:
-            # JAX raises a plain ValueError, told apart only by its text
-            if _REVERSE_WHILE_ERROR not in str(e) or not found:
+            if not jax_internals.is_reverse_while_error(e) or not found:
                 raise
             where = found[0]
             from autograph import errors

@@ -170,3 +170,60 @@ def test_bind_while_runs_traced_jaxprs_as_lax_while_loop():
     weak = without_consts(make_jaxpr(lambda a: [a[0] * jnp.float32(2.0)], [1.0]))
     weak_test = without_consts(make_jaxpr(lambda a: [a[0] < 10.0], [1.0]))
     assert internals.bind_while(weak_test, weak, [], [], [1.0]) is None
+
+
+# -- JAX's error messages: one test per matcher, each making JAX raise its error ---------
+
+
+def test_reverse_while_error_is_recognised():
+    def f(x):
+        return jax.lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+
+    with pytest.raises(ValueError) as info:
+        jax.grad(f)(1.0)
+    assert internals.is_reverse_while_error(info.value)
+    assert not internals.is_reverse_while_error(ValueError("something else"))
+
+
+def test_traced_shape_error_is_recognised():
+    with pytest.raises(TypeError) as info:
+        jax.jit(lambda n: jnp.zeros((1, n)))(3)
+    assert internals.traced_shape(info.value) is not None
+    assert "int32[]" in internals.traced_shape(info.value)
+    assert internals.traced_shape(TypeError("other")) is None
+
+
+def test_static_size_error_is_recognised():
+    with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+        jax.jit(lambda x: jnp.where(x > 0))(jnp.ones(3))
+    assert internals.is_static_size_error(info.value)
+
+
+def test_ordered_callbacks_refused_is_recognised():
+    if jax.device_count() < 2:  # the error needs two devices: checked on its text alone
+        error = ValueError("ordered effects are not supported for more than 1 device")
+        assert internals.is_ordered_callbacks_refused(error)
+        return
+    mesh = jax.make_mesh((2,), ("d",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
+
+    def f(x):
+        jax.debug.callback(lambda v: None, x, ordered=True)
+        return x
+
+    with pytest.raises(ValueError) as info:
+        jax.jit(f, in_shardings=sharding).lower(jnp.ones(2)).compile()
+    assert internals.is_ordered_callbacks_refused(info.value)
+
+
+def test_jax_messages_are_read_in_jax_internals_alone():
+    phrases = [internals._REVERSE_WHILE, internals._ORDERED_MANY_DEVICES,
+               internals._TRACED_SHAPE.strip(), internals._STATIC_SIZE]
+    found = []
+    for folder in ("autograph", "runtime", "converters"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.name == "jax_internals.py":
+                continue
+            text = path.read_text(encoding="utf-8")
+            found += [f"{path.relative_to(ROOT)}: {p}" for p in phrases if p in text]
+    assert not found, found
