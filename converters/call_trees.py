@@ -15,7 +15,8 @@ Python's meaning on traced values (``min``, ``float``, ``any``, ...; see
 operator by the callee's identity, so a name the module binds to something
 else (``from numpy import max``) keeps its meaning. So are ``math``'s
 functions (``math.sin(x)`` of a traced ``x`` is ``jnp.sin``; see
-``runtime/math_functions``). Inside the body of a
+``runtime/math_functions``) and ``operator``'s (``operator.truth``,
+``operator.not_``: ``bool`` and ``not`` of a traced value). Inside the body of a
 `try` with handlers they stay plain calls: there a handler may catch the
 error ``int(x)`` of a traced ``x`` raises while tracing, as under plain
 ``jax.jit``. Calls of autograph's directives (``set_loop_options``, in any
@@ -50,7 +51,7 @@ TRACED_BUILTINS = frozenset({"float", "int", "bool", "complex", "min", "max", "a
 BUILTIN_NAMES = frozenset(dir(builtins)) - TRACED_BUILTINS
 LIBRARY_ROOTS = frozenset({
     "jnp", "jax", "lax", "np", "numpy", "cmath", "random", "functools",
-    "itertools", "operator", "optax", "jr", "jsp", "scipy", "os", "sys", "time",
+    "itertools", "optax", "jr", "jsp", "scipy", "os", "sys", "time",
     "logging", "warnings", "collections", "typing", "dataclasses", "re", "string",
     "jtu", "tree_util", "ag__", "autograph", "pytest", "copy", "json",
 })

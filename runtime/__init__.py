@@ -57,4 +57,7 @@ for _name in builtins.__all__:
 # Python's `math` functions: what they compute on a float, on traced values too
 for _builtin, _replacement in math_functions.TABLE.items():
     calls.register_builtin(_builtin, _replacement)
+# `operator.truth(x)` and `operator.not_(x)` are `bool(x)` and `not x`
+calls.register_builtin(operator.truth, builtins.bool_)
+calls.register_builtin(operator.not_, not_)
 del _builtin, _replacement, _name

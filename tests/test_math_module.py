@@ -139,3 +139,21 @@ def test_where_with_one_argument_in_a_staged_loop_names_the_call_and_the_fix():
     notes = "\n".join(info.value.__notes__)
     assert "size=N" in notes and "idx = jnp.where(x > 0)" in notes
     assert "test_math_module.py" in notes
+
+
+def truths(x):
+    import operator
+    from operator import not_, truth
+    a = operator.truth(x > 1.0)
+    b = not_(x)
+    if truth(x - 2.0):
+        x = x * 3.0
+    return a, b, x
+
+
+@pytest.mark.parametrize("x", [0.0, 2.0, 5.0])
+def test_operator_truth_and_not_on_traced_values(x):
+    want = truths(x)
+    got = jax.jit(autograph.convert(truths))(jnp.float32(x))
+    assert bool(got[0]) == want[0] and bool(got[1]) == want[1]
+    assert float(got[2]) == want[2]
