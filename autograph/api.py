@@ -229,7 +229,7 @@ def _strict(strict: bool | None) -> bool:
 
 
 def _unconverted(fn: types.FunctionType, error: errors.ConversionError, strict: bool | None,
-                 stacklevel: int, *, once: bool) -> types.FunctionType:
+                 *, once: bool) -> types.FunctionType:
     """``fn`` itself, with a warning saying why it runs unconverted; or ``error``, when strict.
 
     ``once``: warn only the first time ``fn``'s code is refused (a callee, reached
@@ -378,7 +378,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True,
     try:
         converted = _converted_function(plain, recursive)
     except errors.ConversionError as e:  # never worse than `jax.jit`, which runs it as it is
-        _unconverted(plain, e, strict, stacklevel=2, once=False)
+        _unconverted(plain, e, strict, once=False)
         return fn
 
     @functools.wraps(plain)
@@ -468,4 +468,4 @@ def convert_for_call(fn: types.FunctionType) -> Callable:
     try:
         return _converted_function(fn, True)
     except errors.ConversionError as e:
-        return _unconverted(fn, e, None, stacklevel=3, once=True)
+        return _unconverted(fn, e, None, once=True)

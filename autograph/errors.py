@@ -24,6 +24,7 @@ import re
 import sys
 import threading
 import types
+import warnings
 import weakref
 from typing import Iterable, Mapping, TypeVar
 
@@ -263,7 +264,6 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     goes through the user module's registry, so Python's "once per location"
     filters hold.
     """
-    import warnings
     frame: types.FrameType | None = sys._getframe(1)
     filename, lineno = "", 0
     while frame is not None:
@@ -272,8 +272,8 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
         if loc is not None:
             filename, lineno = loc.filename, loc.lineno
             break
-        if not (_own_module(frame) or is_generated(code.co_filename)
-                or "/jax/" in code.co_filename or "/jaxlib/" in code.co_filename):
+        if not (_module_of(frame) in ("autograph", "jax", "jaxlib")
+                or is_generated(code.co_filename)):
             filename, lineno = code.co_filename, frame.f_lineno
             break
         frame = frame.f_back
@@ -415,10 +415,14 @@ def _own_frame(tb) -> bool:
     return _own_module(tb.tb_frame)
 
 
+def _module_of(frame: types.FrameType) -> str:
+    """The top-level package of the module ``frame`` runs."""
+    return (frame.f_globals.get("__name__") or "").split(".")[0]
+
+
 def _own_module(frame: types.FrameType) -> bool:
     """Whether ``frame`` runs autograph's own code: decided by its module's package."""
-    name = frame.f_globals.get("__name__") or ""
-    return name == "autograph" or name.startswith("autograph.")
+    return _module_of(frame) == "autograph"
 
 
 def _own_code(filename: str) -> bool:

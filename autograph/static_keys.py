@@ -137,8 +137,8 @@ def _class_state(t: type, seen: set) -> tuple:
     out = []
     for cls in t.__mro__[:-1]:
         for name, v in vars(cls).items():
-            if (name.startswith("__") or callable(v) or hasattr(type(v), "__get__")
-                    or isinstance(v, (staticmethod, classmethod))):
+            # (`staticmethod`, `classmethod` and `property` are descriptors too)
+            if name.startswith("__") or callable(v) or hasattr(type(v), "__get__"):
                 continue
             out.append((name, _state_key(v, seen)))
     return tuple(out)

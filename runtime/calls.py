@@ -44,7 +44,7 @@ from typing import Any, Callable
 
 import jax
 
-from autograph import errors
+from autograph import errors, jax_internals
 
 from . import index_meaning, libraries, transforms
 from .values import is_staging
@@ -295,7 +295,6 @@ _NOTED_CALLEE = "_autograph_noted_callee"
 def note_static_size(error: BaseException) -> None:
     """Adds to JAX's error for ``jnp.where(c)`` (one argument), ``jnp.nonzero`` or
     ``jnp.argwhere`` of a traced value the call's line and the fix (``size=``)."""
-    from autograph import jax_internals
     if not jax_internals.is_static_size_error(error):
         return
     where = errors.innermost_user_location(error)

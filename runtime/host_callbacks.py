@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograph import jax_internals
+
 # True: ordered; False: unordered; None: decide from what the trace shows
 _ORDERED: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
     "autograph_ordered_callbacks", default=None)
@@ -60,7 +62,6 @@ def unordered_now() -> bool:
 def refused_ordered(error: BaseException) -> bool:
     """Whether ``error`` is JAX refusing ordered callbacks in a program over several
     devices (raised when the program is lowered)."""
-    from autograph import jax_internals
     return jax_internals.is_ordered_callbacks_refused(error)
 
 

@@ -40,19 +40,21 @@ def _traced(*args) -> bool:
     return any(isinstance(a, Tracer) for a in args)
 
 
-def _float(x):
-    """``x`` as Python's ``math`` reads it: a float (a weakly typed float array).
-
-    Python's ``math`` takes one number: an array with dimensions is its
+def _scalar(x) -> None:
+    """Python's ``math`` takes one number: an array with dimensions is its
     ``TypeError`` (``BuiltinError``, naming the line), never an elementwise
-    result Python would not give.
-    """
+    result Python would not give."""
     if jnp.ndim(x) != 0:
         raise errors.BuiltinError(
             "a `math` function takes one number, not an array",
             observed=f"an array of shape {jnp.shape(x)} (Python's `math` raises `TypeError: "
                      f"only length-1 arrays can be converted to Python scalars`)",
             fix="use the `jnp` function of the same name, which works elementwise")
+
+
+def _float(x):
+    """``x`` as Python's ``math`` reads it: a float (a weakly typed float array)."""
+    _scalar(x)
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
         x = st.convert(x, jnp.result_type(float), True)
@@ -81,7 +83,8 @@ def _integer(python: Callable, jax_fn: Callable) -> Callable:
     def op(x, /):
         if not isinstance(x, Tracer):
             return python(x)
-        x = jnp.asarray(_float(x) if jnp.ndim(x) else x)
+        _scalar(x)
+        x = jnp.asarray(x)
         if not jnp.issubdtype(x.dtype, jnp.inexact):
             return x  # an integer already
         fail_at_run_time(~jnp.isnan(x), ValueError("cannot convert float NaN to integer"))
@@ -140,10 +143,10 @@ def isclose(a: Any, b: Any, *, rel_tol: Any = 1e-09, abs_tol: Any = 0.0) -> Any:
     if not _traced(a, b, rel_tol, abs_tol):
         return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
     a, b = _float(a), _float(b)
-    diff = jnp.abs(a - b)
-    close = (a == b) | (diff <= jnp.maximum(rel_tol * jnp.maximum(jnp.abs(a), jnp.abs(b)),
-                                           abs_tol))
-    return close & ~(jnp.isinf(a) | jnp.isinf(b)) | (a == b)
+    # equal (infinities too), or both finite and within the tolerance; NaN never
+    within = jnp.abs(a - b) <= jnp.maximum(rel_tol * jnp.maximum(jnp.abs(a), jnp.abs(b)),
+                                           abs_tol)
+    return (a == b) | (within & ~(jnp.isinf(a) | jnp.isinf(b)))
 
 
 def pow_(x: Any, y: Any, /) -> Any:
@@ -151,10 +154,6 @@ def pow_(x: Any, y: Any, /) -> Any:
     if not _traced(x, y):
         return math.pow(x, y)
     return jnp.power(_float(x), _float(y))
-
-
-def _erf(x):
-    return jsp.erf(x)
 
 
 # math function -> its operator, for `converted_call` (by identity)
@@ -180,7 +179,7 @@ TABLE: dict[Callable, Callable] = {
     math.fabs: _domain(math.fabs, jnp.abs),
     math.degrees: _domain(math.degrees, jnp.degrees),
     math.radians: _domain(math.radians, jnp.radians),
-    math.erf: _domain(math.erf, _erf),
+    math.erf: _domain(math.erf, jsp.erf),
     math.erfc: _domain(math.erfc, jsp.erfc),
     math.lgamma: _domain(math.lgamma, jsp.gammaln),
     math.floor: _integer(math.floor, jnp.floor),

@@ -8,7 +8,7 @@ import os
 
 from autograph import tree_formats
 from autograph.cli.status import EXIT_CONVERSION, EXIT_OK, FileError, UsageError
-from autograph.cli.style import choose, diff
+from autograph.cli.style import choose, diff, is_terminal
 from autograph.cli.targets import Function, convert, functions, read_text, resolve, select
 
 
@@ -80,9 +80,8 @@ class Progress:
     there are more than a few files; nothing otherwise (a pipe, a log, CI)."""
 
     def __init__(self, stream, total: int):
-        isatty = getattr(stream, "isatty", None)
         self._stream = stream
-        self._on = total > 4 and bool(isatty and isatty())
+        self._on = total > 4 and is_terminal(stream)
         self._total, self._done, self._width = total, 0, 0
 
     def show(self, name: str) -> None:

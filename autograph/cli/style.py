@@ -38,8 +38,13 @@ def choose(choice: str, stream) -> Style:
         return Style(True)
     if choice == "never":
         return Style(False)
+    return Style(is_terminal(stream) and not os.environ.get("NO_COLOR"))
+
+
+def is_terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal (a pipe, a file or a test's buffer is not)."""
     isatty = getattr(stream, "isatty", None)
-    return Style(bool(isatty and isatty()) and not os.environ.get("NO_COLOR"))
+    return bool(isatty and isatty())
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
