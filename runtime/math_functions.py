@@ -32,6 +32,7 @@ import jax.scipy.special as jsp
 
 from autograph import errors
 
+from . import builtins
 from . import state as st
 from .values import Tracer, fail_at_run_time
 
@@ -78,8 +79,9 @@ def _domain(python: Callable, jax_fn: Callable, ok: Callable | None = None) -> C
 
 
 def _integer(python: Callable, jax_fn: Callable) -> Callable:
-    """``math.floor``/``ceil``/``trunc``: an integer, as Python's give one; NaN and
-    infinities raise as the program runs, as Python's do."""
+    """``math.floor``/``ceil``/``trunc``: an integer, as Python's give one: the
+    rounded float made one by ``int`` (``runtime/builtins``), so NaN, infinities and
+    a number past the integer dtype raise as the program runs, as ``int`` does."""
     def op(x, /):
         if not isinstance(x, Tracer):
             return python(x)
@@ -87,10 +89,7 @@ def _integer(python: Callable, jax_fn: Callable) -> Callable:
         x = jnp.asarray(x)
         if not jnp.issubdtype(x.dtype, jnp.inexact):
             return x  # an integer already
-        fail_at_run_time(~jnp.isnan(x), ValueError("cannot convert float NaN to integer"))
-        fail_at_run_time(~jnp.isinf(x),
-                         OverflowError("cannot convert float infinity to integer"))
-        return st.convert(jax_fn(x), jnp.result_type(int), True)
+        return builtins.int_(jax_fn(x))
     op.__name__ = python.__name__
     op.__doc__ = f"``math.{python.__name__}``; an integer of a traced value."
     return op

@@ -157,3 +157,11 @@ def test_operator_truth_and_not_on_traced_values(x):
     got = jax.jit(autograph.convert(truths))(jnp.float32(x))
     assert bool(got[0]) == want[0] and bool(got[1]) == want[1]
     assert float(got[2]) == want[2]
+
+
+def test_floor_past_int32_raises_as_int_does_rather_than_wrapping():
+    # Python's math.floor(3e9) is the int 3000000000; int32 cannot hold it
+    f = autograph.function(lambda x: math.floor(x))
+    assert int(f(jnp.float32(2.5e9 / 2))) == math.floor(2.5e9 / 2)
+    with pytest.raises(OverflowError, match="does not fit int32"):
+        f(jnp.float32(3e9))

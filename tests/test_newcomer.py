@@ -401,3 +401,14 @@ def test_the_traceback_filter_decides_by_package_not_by_folder(tmp_path):
     exec("import sys\ndef frame():\n    return sys._getframe()\n", namespace)
     assert not errors_module._own_module(namespace["frame"]())
     assert errors_module._own_module(sys._getframe().f_back) is False
+
+
+def test_progress_clears_its_line_before_a_message():
+    from autograph.cli.dump import Progress
+    tty = _Terminal()
+    p = Progress(tty, 10)
+    p.show("a.py")
+    p.done()  # what `dump` does before it prints an error
+    assert tty.getvalue().endswith("\r") and tty.getvalue().count("a.py") == 1
+    p.show("b.py")  # the count goes on, on a fresh line
+    assert tty.getvalue().endswith("[2/10] b.py")

@@ -21,18 +21,19 @@ def run(args, out, err) -> int:
     target = resolve(args.target)
     style = choose(args.color, out)
     failed = checked = 0
+    progress = Progress(err, len(target.files))
     blocks: list[str] = []    # what stdout shows, in order
     mirrors: list[tuple[str, str]] = []
 
     def report(message: str, detail: str | None = None) -> None:
         nonlocal failed
         failed += 1
+        progress.done()  # (a message never lands on the progress line)
         if args.check:
             print(message, file=out)
         else:
             print(detail or f"autograph: error: {message}", file=err)
 
-    progress = Progress(err, len(target.files))
     for f in target.files:
         progress.show(f.display)
         try:
@@ -94,9 +95,11 @@ class Progress:
         self._width = len(line)
 
     def done(self) -> None:
+        """Clears the line (for a message, or at the end); the next file shows it again."""
         if self._on and self._width:
             self._stream.write("\r" + " " * self._width + "\r")
             self._stream.flush()
+            self._width = 0
 
 
 def _write_mirror(outdir: str, mirrors, sources: set, out) -> None:
