@@ -45,6 +45,35 @@ def test_golden_docstring_example():
     """, passes=(call_trees,))
 
 
+def test_golden_math_and_operator_calls_are_routed():
+    # the runtime finds Python's meaning on traced values by the callee's identity
+    assert_golden("""
+        def f(x):
+            y = math.sin(x) + math.floor(x)
+            return operator.truth(y), math.pi
+    """, """
+        def f(x):
+            y = ag__.converted_call(math.sin, x) + ag__.converted_call(math.floor, x)
+            return (ag__.converted_call(operator.truth, y), math.pi)
+    """, passes=(call_trees,))
+
+
+def test_golden_loop_options_that_configure_no_loop_raise_where_they_run():
+    assert_golden("""
+        def f(x):
+            for i in range(3):
+                autograph.set_loop_options(maximum_iterations=2)
+                x = x + i
+            return x
+    """, """
+        def f(x):
+            for i in range(3):
+                ag__.misplaced_loop_options('it leads the body of a `for` loop, whose trip count is known before it starts; only a `while` loop takes options', maximum_iterations=2)
+                x = x + i
+            return x
+    """, passes=(call_trees,))
+
+
 def test_golden_builtins_library_and_array_methods_stay():
     assert_golden("""
         def f(x, obj):
