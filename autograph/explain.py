@@ -25,7 +25,7 @@ import textwrap
 import gast
 
 from autograph import analysis, anno, checks, directive_calls, tree_formats
-from autograph.analysis import Analysis, activity, carried, invisible
+from autograph.analysis import Analysis, activity, carried, dead_lists, invisible
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.converters import (
@@ -68,6 +68,8 @@ class Block:
       carried_in: names passed into the branch or loop functions.
       carried_out: names handed back to the code after the statement.
       local: names assigned inside that stay there.
+      dead: lists the function only appends to that the block appends to: not
+        carried (``analysis.dead_lists``).
       sets_return: whether a `return` inside sets the function's result.
       target: the loop variable(s) of a `for`.
       runtime: how it runs, in Python or with ``lax``.
@@ -85,6 +87,7 @@ class Block:
     carried_in: tuple[str, ...] = ()
     carried_out: tuple[str, ...] = ()
     local: tuple[str, ...] = ()
+    dead: tuple[str, ...] = ()
     sets_return: bool = False
     target: str = ""
     runtime: str = ""
@@ -285,11 +288,17 @@ class _Describer:
         self.scope: invisible.Scope = invisible.Scope(None)
         self.filename = ""
         self.cases: dict[int, str] = {}
+        self._write_only: frozenset = frozenset()  # of the function being described
 
     def function(self, fn: gast.FunctionDef, qualname: str, outer_deps: dict) -> None:
         deps = _dependencies(fn, outer_deps)
-        locals_ = activity.function_locals(fn)
-        self._block(fn.body, qualname, locals_, deps)
+        outer, self._write_only = self._write_only, dead_lists.write_only_lists(fn)
+        try:
+            # what the block converters pass around (`FunctionScopes.block_locals`)
+            self._block(fn.body, qualname, activity.function_locals(fn) - self._write_only,
+                        deps)
+        finally:
+            self._write_only = outer
 
     def _block(self, stmts, qualname, locals_, deps):
         for s in stmts:
@@ -358,7 +367,13 @@ class _Describer:
                 return f"added by the `{jump}` lowering: what follows runs only if no `{jump}` ran"
         return "added by the jump lowering"
 
+    def _dead(self, node, block: Block) -> None:
+        if self._write_only:
+            block.dead = tuple(sorted({n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+                                       and n.id in self._write_only}))
+
     def _if(self, node: gast.If, block: Block, locals_) -> None:
+        self._dead(node, block)
         state = carried.branch_state(node, locals_)  # what `if_statements` lowers it with
         block.carried_in, block.carried_out, block.local = (state.params, state.outputs,
                                                             state.local)
@@ -366,6 +381,7 @@ class _Describer:
         block.sets_return = any(self.roles.get(n) is Role.RETURN_VALUE for n in outputs)
 
     def _loop(self, node, block: Block, locals_) -> None:
+        self._dead(node, block)
         state = carried.loop_state(node, locals_)  # what the loop converters lower it with
         block.carried_in = state.params
         block.carried_out = tuple(n for n in state.params if n in anno.get(node, Anno.LIVE_OUT))
@@ -649,6 +665,9 @@ def render(exp: Explanation, style=None, width: int = 100) -> str:
         if b.sets_return:
             field("returns:", "yes: a `return` inside sets the function's result")
         field("local:", f"{_list(b.local)} (assigned inside, not needed after it)")
+        if b.dead:
+            field("not carried:", f"{_list(b.dead)} (lists the function only appends to and "
+                                  f"never reads: dead, whatever they hold)")
         clauses("runs as:", b.runtime)
         clauses("depends on:", b.depends)
         if b.under_grad:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gast
 
-from autograph import anno
-from autograph.analysis import activity, liveness
+from autograph import anno, templates
+from autograph.analysis import activity, dead_lists, liveness
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.transformer import Converter
@@ -47,6 +47,7 @@ class FunctionScopes(Converter):
         super().__init__(ctx)
         self._locals: list[frozenset] = []
         self._captured: list[frozenset] = []
+        self._write_only: list[frozenset] = []
         # the loops around the statement being lowered, innermost last (in this function)
         self.enclosing_loops: list[gast.stmt] = []
 
@@ -64,17 +65,41 @@ class FunctionScopes(Converter):
         """
         return self._captured[-1]
 
+    @property
+    def block_locals(self) -> frozenset:
+        """The local names a lowered block may pass around: all but the lists the
+        function only appends to (``dead_lists``), which no block needs to carry."""
+        return self._locals[-1] - self._write_only[-1]
+
+    def with_dead_lists(self, stmts: list[gast.stmt], block: gast.stmt) -> list[gast.stmt]:
+        """Adds ``dead=('hist', ...)`` to the operator call ending ``stmts`` (the
+        lowered ``block``): the lists the function only appends to that the block
+        appends to. The block does not carry them; the runtime's watch of what a
+        staged block changes outside its state lets their growth pass."""
+        dead = self._write_only[-1]
+        if dead:
+            used = sorted({n.id for n in gast.walk(block)
+                           if isinstance(n, gast.Name) and n.id in dead})
+            call = stmts[-1].value if stmts else None
+            if used and isinstance(call, gast.Call):
+                call.keywords.append(gast.keyword(arg="dead", value=templates.literal(
+                    tuple(used))))
+        return stmts
+
     def visit_FunctionDef(self, node):
         if anno.get(node, Anno.GENERATED) and self._captured:
             # a branch or loop body works on its user function's variables, whose
             # captured set already counts the closures defined anywhere inside it
             captured = self._captured[-1]
+            write_only = self._write_only[-1]
         else:
+            write_only = dead_lists.write_only_lists(node)
             captured = anno.get(node, Anno.CLOSURE_READS)
             if captured is None:
                 captured = liveness.closure_reads(node)
         self._locals.append(activity.function_locals(node))
         self._captured.append(captured)
+        self._write_only.append(write_only)
         loops = self.enclosing_loops
         if not anno.get(node, Anno.GENERATED):
             self.enclosing_loops = []  # a user function of its own: its loops only
@@ -83,6 +108,7 @@ class FunctionScopes(Converter):
         finally:
             self._locals.pop()
             self._captured.pop()
+            self._write_only.pop()
             self.enclosing_loops = loops
 
     def _block_in_loop(self, node):

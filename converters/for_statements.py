@@ -95,7 +95,7 @@ class Lowering(FunctionScopes):
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
         extra = anno.get(node, Anno.EXTRA_TEST)
         # (with the target, when it is live after the loop: Python keeps its last value)
-        state = carried.loop_state(node, self.locals).params
+        state = carried.loop_state(node, self.block_locals).params
         target_names = activity.expression_scope(node.target).kills
         body = node.body
         captured_target = sorted((target_names & self.captured) - set(state))
@@ -120,24 +120,24 @@ class Lowering(FunctionScopes):
                              BODY=body))
         iterable = self._iterable(node.iter)
         if not state and extra is None:
-            return stmts + with_plan(
-                _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn), node)
+            return stmts + with_plan(self.with_dead_lists(
+                _CALL_NO_STATE.substitute(node, ITERABLE=iterable, BODY_FN=body_fn), node), node)
         init = state_init(state, anno.get(node, Anno.DEFINED_IN), node)
         self.ctx.maybe_undefined.update(set(state) - anno.get(node, Anno.DEFINED_IN))
         common = dict(STATE=state, ITERABLE=iterable, BODY_FN=body_fn, INIT=init,
                       NAMES=templates.literal(state))
         if extra is None:
-            return stmts + with_plan(with_returns(_CALL.substitute(node, **common), state,
-                                                   self.ctx.namer.roles), node)
+            return stmts + with_plan(self.with_dead_lists(with_returns(
+                _CALL.substitute(node, **common), state, self.ctx.namer.roles), node), node)
         test_params, test_shared = cell_params(state, self.captured, namer, node)
         test = _TEST.substitute(node, TEST_FN=test_fn, PARAMS=test_params, TEST=extra,
                                 SHARED=test_shared or [gast.Pass()])
         if not test_shared:
             test[0].body = test[0].body[1:]
         stmts = mark_generated(test) + stmts  # the test first, as for `while`
-        return stmts + with_plan(with_returns(
+        return stmts + with_plan(self.with_dead_lists(with_returns(
             _CALL_TEST.substitute(node, TEST_FN=test_fn, **common), state,
-            self.ctx.namer.roles), node)
+            self.ctx.namer.roles), node), node)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

@@ -56,7 +56,7 @@ class Lowering(FunctionScopes):
         false_fn = self.ctx.namer.new("if_false") if node.orelse else None
         node.body = self._block(node.body)
         node.orelse = self._block(node.orelse)
-        state = carried.branch_state(node, self.locals)
+        state = carried.branch_state(node, self.block_locals)
         outputs = state.outputs
         modified = set(state.params) | set(state.outputs) | set(state.local)
         namer = self.ctx.namer
@@ -106,7 +106,7 @@ class Lowering(FunctionScopes):
         else:
             stmts += _CALL_NO_OUTPUTS.substitute(node, TEST=node.test, TRUE_FN=true_fn,
                                                  FALSE_FN=false_ref, INIT=init)
-        return mark_generated(stmts)
+        return mark_generated(self.with_dead_lists(stmts, node))
 
 
 def _outputs_first(outputs: tuple[str, ...],

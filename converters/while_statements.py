@@ -175,7 +175,7 @@ class Lowering(FunctionScopes):
         node.body = self._block_in_loop(node)
         assert not node.orelse, "the break pass moves loop `else:` clauses out"
         body, opts = loop_options(node.body, self.ctx.directives)
-        state = carried.loop_state(node, self.locals).params
+        state = carried.loop_state(node, self.block_locals).params
         namer = self.ctx.namer
         params, shared = cell_params(state, self.captured, namer, node)
         stmts = mark_generated(_FUNCS.substitute(
@@ -187,7 +187,7 @@ class Lowering(FunctionScopes):
         self.ctx.maybe_undefined.update(set(state) - anno.get(node, Anno.DEFINED_IN))
         common = dict(TEST_FN=test_fn, BODY_FN=body_fn)
         if not state and opts is None:
-            return stmts + _CALL_NO_STATE.substitute(node, **common)
+            return self.with_dead_lists(stmts + _CALL_NO_STATE.substitute(node, **common), node)
         names = templates.literal(state)
         bound = counter_bound(node, body, state) if opts is None else None
         if bound is not None:
@@ -198,8 +198,8 @@ class Lowering(FunctionScopes):
         else:
             call = _CALL_OPTS.substitute(node, STATE=state, INIT=init, NAMES=names, OPTS=opts,
                                          **common)
-        return stmts + with_plan(with_returns(call, state, self.ctx.namer.roles), node,
-                                 "while_stmt")
+        return stmts + with_plan(self.with_dead_lists(
+            with_returns(call, state, self.ctx.namer.roles), node), node, "while_stmt")
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

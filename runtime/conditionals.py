@@ -37,7 +37,7 @@ from .values import (
 def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
             false_fn: Callable[..., Sequence[Any]] | None, init: Sequence[Any], *,
             names: Sequence[str], exits: Sequence[int] = (),
-            returns: int | None = None) -> tuple:
+            returns: int | None = None, dead: Sequence[str] = ()) -> tuple:
     """Runs a converted `if` statement, in Python or as ``lax.cond``.
 
     The semantics are given by this Python implementation::
@@ -93,7 +93,7 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
             lifted.tokens(init) + (lifted.state,), names + (errors.OBJECTS,), exits))
     # attributes the branches assign on the objects they reach: carried, set after
     attrs = attributes.find(init, (true_fn, false_fn), names, "`if`")
-    outside = OuterState((true_fn, false_fn), init, names, in_place=True,
+    outside = OuterState((true_fn, false_fn), init, names + tuple(dead), in_place=True,
                          owned=frozenset() if attrs is None else attrs.ids())
     out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_updating(
         c, wrap(true_fn), wrap(false_fn), values, labels, exits),

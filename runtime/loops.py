@@ -148,7 +148,8 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                init: Sequence[Any], *, names: Sequence[str],
                opts: Mapping[str, Any] | None = None,
                bound: Bound | None = None,
-               python_state: Sequence[tuple[str, str]] = ()) -> tuple:
+               python_state: Sequence[tuple[str, str]] = (),
+               dead: Sequence[str] = ()) -> tuple:
     """Runs a converted `while` loop, in Python or as ``lax.while_loop``.
 
     The semantics are given by this Python implementation::
@@ -225,7 +226,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             else:
                 # attributes the body assigns on the objects it reaches: carried, set after
                 attrs = attributes.find(state, (test, body), names, "`while` loop")
-                outside = OuterState((test, body), state, names,
+                outside = OuterState((test, body), state, names + tuple(dead),
                                      owned=frozenset() if attrs is None else attrs.ids())
                 out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_while(
                     wrap(test, returns_state=False), wrap(body), values, labels, plan),
@@ -429,7 +430,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
              init: Sequence[Any], *, names: Sequence[str],
              extra_test: Callable[..., Any] | None = None,
              python_index: str | None = None,
-             python_state: Sequence[tuple[str, str]] = ()) -> tuple:
+             python_state: Sequence[tuple[str, str]] = (),
+             dead: Sequence[str] = ()) -> tuple:
     """Runs a converted `for` loop, in Python or staged.
 
     The semantics are given by this Python implementation::
@@ -481,11 +483,11 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
     state = tuple(init)
     names = tuple(names)
     if isinstance(iterable, TracedSeq):
-        return _traced_seq_for(iterable, plan_for(Iterated.TRACED_RANGE), body, state, names,
-                               extra_test)
+        return _traced_seq_for(iterable, plan_for(Iterated.TRACED_RANGE), tuple(dead), body,
+                               state, names, extra_test)
     seq = as_seq(iterable)
     if seq is None:  # Form.PYTHON
-        return _python_for(iterable, body, state, names, extra_test)
+        return _python_for(iterable, body, state, names, extra_test, dead=dead)
     if python_index is None and python_state:
         python_index = _python_number_used(python_state, state, names, (body, extra_test))
     if python_index is None and type(seq.n) is int and not seq.fits_int32(0):
@@ -501,7 +503,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             long = seq.n > loop_plan.PYTHON_TRIPS  # (read here: tests lower the threshold)
             if python_index is not None and long and st_any_traced((state, seq.xs)):
                 _note_python_loop(python_index, seq.n)
-            return _python_for(_items_from(seq, k), body, state, names, extra_test)
+            return _python_for(_items_from(seq, k), body, state, names, extra_test, dead=dead)
         x = seq.python_slice(k)
         if plan.form is Form.EXITING_SCAN and extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
@@ -509,11 +511,13 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 plan, verdict = _proven(plan, seq, k, x, body, state, names, extra_test,
                                         exiting=True)
                 if plan.form is Form.UNROLLED:
-                    return _unproven_for(plan, seq, k, body, state, names, extra_test)
+                    return _unproven_for(plan, seq, k, body, state, names, extra_test,
+                                         dead=dead)
                 out = _scan_for(seq, k, body, state, names, extra_test)
                 plan = _followed(plan, verdict, names, out, extra_test)
                 if plan.form is Form.UNROLLED:
-                    return _unproven_for(plan, seq, k, body, state, names, extra_test)
+                    return _unproven_for(plan, seq, k, body, state, names, extra_test,
+                                         dead=dead)
                 return out
             if not c:
                 return state
@@ -521,9 +525,9 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 iterations is not None and iterations.assigned_traced())) and not _in_linen():
             plan, verdict = _proven(plan, seq, k, x, body, state, names, extra_test)
             if plan.form is Form.UNROLLED:
-                return _unproven_for(plan, seq, k, body, state, names, extra_test)
-            outside = OuterState((body, extra_test), state, names, owned=attributes.owned_ids(
-                state, (body, extra_test), names, leading=1))
+                return _unproven_for(plan, seq, k, body, state, names, extra_test, dead=dead)
+            owned = attributes.owned_ids(state, (body, extra_test), names, leading=1)
+            outside = OuterState((body, extra_test), state, names + tuple(dead), owned=owned)
             if not outside.can_rewind_all():
                 plan = plan_for(Iterated.STATIC, trips, exits=extra_test is not None,
                                 rewindable=False)
@@ -534,7 +538,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     "the body reads an iterator that cannot be rewound",
                     observed=f"the body reaches {outside.forward_only()}, whose items a "
                              f"staged body would draw once (and which cannot be rewound)"))
-                return _python_for(_items_from(seq, k), body, state, names, extra_test)
+                return _python_for(_items_from(seq, k), body, state, names, extra_test,
+                                   dead=dead)
             try:
                 with tracing_static_loop():
                     out = _scan_for(seq, k, body, state, names, extra_test)
@@ -544,7 +549,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 plan = _followed(plan, verdict, names, out, extra_test)
                 if plan.form is Form.UNROLLED:
                     outside.restore()  # what the staged trace set, run again by Python
-                    return _unproven_for(plan, seq, k, body, state, names, extra_test)
+                    return _unproven_for(plan, seq, k, body, state, names, extra_test,
+                                         dead=dead)
                 return out
             # Never worse than `jax.jit`, which unrolls this loop: a static trip count
             # lets Python run what `lax.scan` cannot stage, whatever stopped it (a carry
@@ -557,7 +563,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     # first iteration leaves them in the order the others may keep
                     outside.restore()
                     peeled = True
-                    state = _python_for([seq.element(k, x)], body, state, names, extra_test)
+                    state = _python_for([seq.element(k, x)], body, state, names, extra_test,
+                                        dead=dead)
                     k += 1
                     continue
                 if not _unrolls_after(e, seq.n - k, extra_test is not None):
@@ -565,12 +572,14 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 outside.restore()  # what the staging attempt changed, run again by Python
                 if isinstance(e, PythonMeaningError):
                     _note_python_loop(_observed(e), seq.n - k)
-                    return _python_for(_items_from(seq, k), body, state, names, extra_test)
+                    return _python_for(_items_from(seq, k), body, state, names, extra_test,
+                                       dead=dead)
                 # the warning only once the unrolled loop traced: an error of the
                 # program itself (a sharding `jax.jit` rejects too) recurs there, and
                 # is raised as `jax.jit` raises it, with no word about unrolling
                 try:
-                    state = _python_for(_items_from(seq, k), body, state, names, extra_test)
+                    state = _python_for(_items_from(seq, k), body, state, names, extra_test,
+                                        dead=dead)
                 except Exception as unrolled:  # noqa: BLE001 - raised without the staging error
                     raise unrolled from None
                 _warn_unrolled(e)
@@ -616,10 +625,10 @@ def _followed(plan: Plan, verdict: invisible.Verdict, names, out, extra_test) ->
                              f"loop cannot hand back as a Python number")
 
 
-def _unproven_for(plan: Plan, seq, k: int, body, state, names, extra_test):
+def _unproven_for(plan: Plan, seq, k: int, body, state, names, extra_test, dead=()):
     """A loop the proof could not clear: the Python loop plain `jax.jit` unrolls."""
     _note_python_loop(plan.reason, seq.n - k, proof=True)
-    return _python_for(_items_from(seq, k), body, state, names, extra_test)
+    return _python_for(_items_from(seq, k), body, state, names, extra_test, dead=dead)
 
 
 def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
@@ -641,7 +650,7 @@ def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
 
 
 @_lifted_for
-def _traced_seq_for(seq: TracedSeq, plan: Plan, body, state, names, extra_test):
+def _traced_seq_for(seq: TracedSeq, plan: Plan, dead: tuple, body, state, names, extra_test):
     def test(k, *s):
         more = k < seq.length
         if extra_test is not None:
@@ -652,7 +661,7 @@ def _traced_seq_for(seq: TracedSeq, plan: Plan, body, state, names, extra_test):
     def loop_body(k, *s):
         return (k + 1,) + tuple(body(seq.element(k), *s))
 
-    outside = OuterState((body, extra_test), state, names)
+    outside = OuterState((body, extra_test), state, names + dead)
     out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
                         (errors.LOOP_INDEX,) + tuple(names), plan, loop="for")
     changed = outside.changed()

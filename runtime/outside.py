@@ -203,6 +203,22 @@ def _code_names(code: types.CodeType) -> tuple[tuple[str, ...], frozenset]:
     return tuple(sorted(names)), frozenset(stored)
 
 
+def _with_wrapped(fns):
+    """The block's functions, and the functions their closures hold (the runtime's
+    own wrappers: ``lambda *s: body(item, *s)``), whose cells are the block's too."""
+    for fn in fns:
+        yield fn
+        if not fn.__globals__.get("__name__", "").startswith("autograph."):
+            continue  # a user's function: a function in its closure has cells of its own
+        for cell in fn.__closure__ or ():
+            try:
+                inner = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(inner, types.FunctionType):
+                yield inner
+
+
 def _where(where) -> str:
     """``where`` (a chain of ``(parent, step)``) as the expression that reaches it."""
     steps = []
@@ -216,13 +232,14 @@ class OuterState:
     """What a staged block's functions can reach outside its state: snapshotted, so
     that ``changed()`` can say what tracing the block changed and ``restore()`` undo it.
 
-    ``fns`` are the block's functions (a loop's body and test, an `if`'s
-    branches), ``values`` the state it is given (its lists and dicts are its
-    own, restored but not watched; other objects in it are watched), and
-    ``carried`` the names of that state: a closure cell of one of them is the
-    block's own variable (``nonlocal x`` for an ``x`` a closure reads), not an
-    effect. ``owned`` are the ids of the objects whose attributes the block
-    carries (see ``runtime.attributes``): restored, but not watched. With
+    ``fns`` are the block's functions (a loop's body and test, an `if`'s branches),
+    ``values`` the state it is given (its lists and dicts are its own, restored but
+    not watched; other objects in it are watched), and ``carried`` the names of that
+    state: a closure cell of one of them is the block's own variable (``nonlocal x``
+    for an ``x`` a closure reads), not an effect, and so is one of a list the
+    function only appends to (``dead=`` of the block's operator; see
+    ``analysis.dead_lists``). ``owned`` are the ids of the objects whose attributes
+    the block carries (see ``runtime.attributes``): restored, but not watched. With
     ``in_place``, the block runs on the very lists and dicts of ``values`` (an
     `if`'s branches, see ``in_place.run_in_place``): another name for one of them
     sees what the block does to it, as in Python, so it is not watched either.
@@ -231,7 +248,7 @@ class OuterState:
     def __init__(self, fns, values=(), carried=(), owned: frozenset = frozenset(),
                  in_place: bool = False):
         fns = [fn for fn in fns if isinstance(fn, types.FunctionType)]
-        self._own = {id(cell) for fn in fns
+        self._own = {id(cell) for fn in _with_wrapped(fns)
                      for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
                      if name in carried}
         self.cells: list[tuple[Any, Any, str]] = []  # (cell, contents, variable)

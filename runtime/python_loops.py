@@ -5,7 +5,7 @@ static loops whose index or numbers must keep Python's meaning (``runtime.loop_p
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import jax
 
@@ -120,14 +120,14 @@ def st_any_traced(tree) -> bool:
                for leaf in jax.tree_util.tree_leaves(tree, is_leaf=is_undefined))
 
 
-def _python_for(iterable, body, state, names, extra_test):
+def _python_for(iterable, body, state, names, extra_test, dead: Sequence[str] = ()):
     for item in iterable:
         if extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
                 with layers_made_before("`for` loop"):
                     state = if_stmt(c, lambda *s, item=item: body(item, *s), None, state,
-                                    names=names)
+                                    names=names, dead=dead)
                 continue
             if not c:
                 break

@@ -649,6 +649,21 @@ def test_mutating_method_append():
     _both(append_in_traced_if, (2.0,), (-2.0,))
 
 
+def history_never_read(x):
+    hist = []
+    while x > 1.0:
+        x = x / 2
+        hist.append(x)
+        if x > 3.0:
+            hist.extend([x, x])
+    return x
+
+
+def test_mutating_method_dead_list():
+    # 0, 2 and 7 halvings: staged, the loop does not carry `hist`
+    _both(history_never_read, (0.5,), (4.0,), (100.0,))
+
+
 @pytest.mark.parametrize("fn,x", [(update_in_traced_if, -1.0), (update_in_staged_while, 3)],
                          ids=["update_if", "update_while"])
 def test_mutating_method(fn, x):

@@ -308,3 +308,32 @@ def test_golden_counter_stepped_after_a_break_keeps_its_bound():
             (did_break, j, x) = ag__.while_stmt(loop_test, loop_body, (did_break, j, x), names=('did_break', 'j', 'x'), bound=ag__.Bound(1, ag__.operator.lt, lambda: 30, 1))
             return x
     """)
+
+
+def test_golden_a_list_only_appended_to_is_not_carried():
+    # `hist` is made here and only appended to: nothing reads it, so the loop
+    # does not carry it (`analysis.dead_lists`); `dead=` tells the runtime's
+    # watch that its growth is no effect. `kept` is returned, so it is carried.
+    assert_golden("""
+        def f(x):
+            hist = []
+            kept = []
+            while x > 1:
+                x = x // 2
+                hist.append(x)
+                kept.append(x)
+            return x, kept
+    """, """
+        def f(x):
+            hist = []
+            kept = []
+            def loop_test(kept, x):
+                return x > 1
+            def loop_body(kept, x):
+                x = x // 2
+                hist.append(x)
+                kept.append(x)
+                return (kept, x)
+            (kept, x) = ag__.while_stmt(loop_test, loop_body, (kept, x), names=('kept', 'x'), dead=('hist',))
+            return (x, kept)
+    """, passes=(while_statements,))
