@@ -23,12 +23,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/collatz.py
 
-# the lint gate (ruff, configured in pyproject.toml), the type check, the whole suite,
-# then the core of the suite on the oldest JAX the project supports. The suite runs in
-# TEST_WORKERS processes (pytest-xdist), a test file to a process, and ends with its
-# 10 slowest tests.
+# the lint gate (ruff, configured in pyproject.toml), the type check, the whole suite
+# (the long tier, `-m long`, included), then the core of the suite on the oldest JAX
+# the project supports. The suite runs in TEST_WORKERS processes (pytest-xdist), which
+# take tests as they become free (`worksteal`), and ends with its 10 slowest tests.
+# `pytest -m "not long"` is the quick run while working.
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --durations=10
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist worksteal --durations=10
 
 test: $(STAMP)
 	$(PY) -m ruff check .
@@ -40,7 +41,7 @@ test: $(STAMP)
 # `jax>=`), in an environment of its own, on the tests of the converter, the
 # operators, the JAX shims, autograph.function and reverse mode through loops (the
 # ecosystem tests need Flax and Equinox releases of their own, and the fuzzer's long
-# budget runs once, above), without the 1,000-trip gradient cases. About a minute and a half.
+# budget runs once, above), without the long tier. About a minute and a half.
 OLDEST_JAX := 0.7.2
 OLDEST_VENV := build/venv-jax-$(OLDEST_JAX)
 OLDEST_TESTS := tests/converters tests/test_jax_internals.py tests/test_jaxprs.py \
@@ -53,7 +54,7 @@ test-oldest:
 	@test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
 	$(OLDEST_VENV)/bin/python -m pip install -q --disable-pip-version-check \
 		'jax==$(OLDEST_JAX)' 'jaxlib==$(OLDEST_JAX)' -e '.[test]'
-	$(OLDEST_VENV)/bin/python -m pytest -q $(PYTEST_PARALLEL) $(OLDEST_TESTS) -k 'not 1000'
+	$(OLDEST_VENV)/bin/python -m pytest -q $(PYTEST_PARALLEL) $(OLDEST_TESTS) -m 'not long'
 
 # The type check (mypy, configured in pyproject.toml's [tool.mypy]). The folders
 # converters/ and runtime/ install as autograph.converters and autograph.runtime

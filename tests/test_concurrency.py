@@ -414,6 +414,7 @@ def _stress_function(k):
     return run
 
 
+@pytest.mark.long
 def test_stress_threads_convert_call_fail_and_differentiate_at_once():
     gc_state = gc.isenabled()
     fns = [_stress_function(k) for k in range(THREADS)]

@@ -51,6 +51,7 @@ def test_collatz(capsys):
     assert "jax.jit:      [0, 8, 16, 111, 118]" in out
 
 
+@pytest.mark.long
 def test_training_loop(capsys, tmp_path):
     plot = tmp_path / "loss.png"
     result, out = run_main(capsys, "training_loop",
@@ -68,6 +69,7 @@ def test_training_loop(capsys, tmp_path):
     assert f"wrote {plot}" in out
 
 
+@pytest.mark.long
 def test_training_loop_compiled_once_per_shape(capsys):
     module = load("training_loop")
     result = module.train(epochs=2, batch_size=128, progress=False)
@@ -76,6 +78,7 @@ def test_training_loop_compiled_once_per_shape(capsys):
     assert "Step 20 : loss" in capsys.readouterr().out
 
 
+@pytest.mark.long
 def test_model_call(capsys):
     result, out = run_main(capsys, "model_call",
                            ["--steps", "3", "--examples", "32", "--width", "8"])
@@ -148,6 +151,7 @@ def test_fizzbuzz_compiled_prints_like_python(capsys):
     assert sections["-- autograph.function, n = jnp.int32(6)"] == FIZZBUZZ_5 + ["Fizz"]
 
 
+@pytest.mark.long
 def test_nnx_model(capsys):
     result, out = run_main(capsys, "nnx_model", ["--steps", "8", "--examples", "32"])
     assert "ag__.while_stmt" in out and "ag__.operator.lt, lambda: self.max_steps, 1)" in out
@@ -163,6 +167,7 @@ def test_linen_model(capsys):
     assert result["losses"][-1] < result["losses"][0]
 
 
+@pytest.mark.long
 def test_nnx_early_stopping(capsys):
     result, out = run_main(capsys, "nnx_early_stopping",
                            ["--epochs", "3", "--batches", "24", "--target", "0.1"])
@@ -181,6 +186,7 @@ def _losses(out):
     return steps, epochs
 
 
+@pytest.mark.long
 def test_data_parallel_as_two_processes_prints_the_losses_of_one(capsys):
     from tests.processes import missing_gloo
     reason = missing_gloo()
@@ -200,8 +206,9 @@ def test_data_parallel_as_two_processes_prints_the_losses_of_one(capsys):
     assert epochs_two == epochs_one
 
 
+@pytest.mark.long
 def test_until_converged(capsys):
-    results, out = run_main(capsys, "until_converged", [])
+    results, out = run_main(capsys, "until_converged", ["--ode-tolerance", "3e-3"])
     assert set(results) == {"newton", "bisection", "adaptive_ode", "line_search"}
     for name, row in results.items():
         assert row["steps"] >= 8 and row["max_abs_difference"] < 1e-4, name

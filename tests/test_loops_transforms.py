@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import autograph
 from autograph import convert as conv
@@ -53,6 +54,7 @@ def test_grad_static_range():
         np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
+@pytest.mark.long
 def test_grad_scan_with_break_and_continue():
     ws = jnp.array([1.0, 0.2, 2.0, 3.0, 1.5], jnp.float32)
     for x in (0.5, 2.0):
