@@ -22,8 +22,10 @@ that happens to share a directive's name is not.
 
 from __future__ import annotations
 
+import builtins
 import collections
 import enum
+import functools
 import sys
 import types
 from collections.abc import Mapping
@@ -160,6 +162,26 @@ class Resolver:
         if root == "autograph" and attrs:  # a snippet that uses the package unimported
             return directive_of(_imported(".".join((root,) + attrs)))
         return None
+
+
+    def may_be_user_function(self, name: str) -> bool:
+        """Whether ``name``, read from outside the function, may hold a user function
+        (one a library call would get converted: see ``call_trees``).
+
+        In the live namespace: a function (a method, a ``functools.partial``) of no
+        library's. Converted from its file: a name no import binds.
+        """
+        if name in self._local_imports or name in self._locals:
+            return False
+        if self._namespace is not None:
+            from autograph.runtime.calls import library_module
+            value = self._namespace.get(name, _MISSING)
+            if isinstance(value, functools.partial):
+                value = value.func
+            if isinstance(value, types.MethodType):
+                value = value.__func__
+            return isinstance(value, types.FunctionType) and library_module(value) is None
+        return name not in self._imports and not hasattr(builtins, name)
 
 
 def live_namespace(fn: types.FunctionType) -> Mapping[str, Any]:

@@ -38,6 +38,7 @@ from autograph import anno, templates
 from autograph.analysis import Analysis
 from autograph.anno import Anno
 from autograph.context import Context
+from autograph.directive_calls import dotted
 from autograph.scopes import LocalNamesTransformer
 
 NODES = (gast.Call,)  # the pass is skipped when the tree has none
@@ -47,7 +48,7 @@ KEEPS = (Analysis.SCOPES,)  # rewrites calls only: no name is bound or rebound
 # Built-ins the runtime replaces where an argument is traced (`runtime/builtins`);
 # equal to its table, as a test checks.
 TRACED_BUILTINS = frozenset({"float", "int", "bool", "complex", "min", "max", "any", "all",
-                             "sorted", "pow"})
+                             "sorted", "pow", "map", "filter"})
 BUILTIN_NAMES = frozenset(dir(builtins)) - TRACED_BUILTINS
 LIBRARY_ROOTS = frozenset({
     "jnp", "jax", "lax", "np", "numpy", "cmath", "random", "functools",
@@ -98,17 +99,54 @@ def _root(node):
     return node
 
 
+# Library functions that take functions only to wrap or inspect them, never worth
+# routing: their calls stay as written.
+_WRAPPING = frozenset({"partial", "wraps", "update_wrapper", "lru_cache", "cache",
+                       "singledispatch", "signature", "getsource"})
+
+
 class _Transformer(LocalNamesTransformer):
     def __init__(self, ctx: Context):
         super().__init__(ctx)
         self.catching: list[bool] = [False]  # per function: inside a `try` body with handlers
+        self.defs: set[str] = set()  # the names of the functions defined in the tree
 
     def visit_FunctionDef(self, node):
+        if not self.defs:
+            self.defs = {n.name for n in gast.walk(node)
+                         if isinstance(n, gast.FunctionDef) and n is not node} | {""}
         self.catching.append(False)
         try:
             return super().visit_FunctionDef(node)
         finally:
             self.catching.pop()
+
+    def _function_like(self, arg) -> bool:
+        """Whether argument ``arg`` may be a user function: a lambda, a function the
+        tree defines, a ``functools.partial(...)``, a name from outside the function
+        that may hold one (``Resolver.may_be_user_function``)."""
+        if isinstance(arg, gast.Lambda):
+            return True
+        if isinstance(arg, (gast.List, gast.Tuple)):
+            return any(self._function_like(e) for e in arg.elts)
+        if isinstance(arg, gast.Call):
+            chain = dotted(arg.func)
+            return chain is not None and chain[-1] == "partial"
+        if isinstance(arg, gast.Name):
+            if arg.id in self.defs:
+                return True
+            return arg.id not in self.locals and self.ctx.directives.may_be_user_function(arg.id)
+        return False
+
+    def _hands_functions(self, node: gast.Call) -> bool:
+        """A library call that may hand a user function to the library (``functools.reduce(
+        pick, xs)``): routed, so the runtime can hand it converted (see ``calls``)."""
+        func = node.func
+        if not isinstance(func, gast.Attribute) or func.attr in LIBRARY_METHODS \
+                or func.attr in _WRAPPING or _is_at_update(func):
+            return False
+        return any(self._function_like(a) for a in node.args) or any(
+            self._function_like(k.value) for k in node.keywords)
 
     def visit_Try(self, node):
         # the pass rewrites calls inside statements, never a statement itself
@@ -152,8 +190,9 @@ class _Transformer(LocalNamesTransformer):
             call.args = call.args + list(node.args)
             call.keywords = list(node.keywords)
             return call
-        if (not self.ctx.recursive or self._is_library(func)
-                or self.ctx.directives.of(func) is not None):
+        if not self.ctx.recursive or self.ctx.directives.of(func) is not None:
+            return node
+        if self._is_library(func) and not self._hands_functions(node):
             return node
         call = _CALL.substitute_expr(node, FUNC=func)
         call.args = call.args + list(node.args)

@@ -59,7 +59,7 @@ from .conditions import condition
 from .values import Tracer, branch_guard, describe, is_traced, taken_when
 
 __all__ = ["float_", "int_", "bool_", "complex_", "min_", "max_", "any_", "all_", "sorted_",
-           "pow_", "in_"]
+           "pow_", "map_", "filter_", "in_"]
 
 _MISSING = object()
 
@@ -518,6 +518,10 @@ def _extreme(builtin: Callable, better: Callable, args: tuple, kwargs: dict):
     if not args or set(kwargs) - {"key", "default"}:
         return builtin(*args, **kwargs)
     key = kwargs.get("key")
+    if key is not None:  # a user function converted (`calls.handing_converted`)
+        from .calls import handed
+        kwargs = dict(kwargs, key=handed(key))
+        key = kwargs["key"]
     if len(args) == 1:
         iterable = args[0]
         if isinstance(iterable, Tracer):
@@ -715,6 +719,8 @@ def sorted_(iterable: Any, /, *, key: Callable | None = None, reverse: bool = Fa
             return items
         keys = items
     else:
+        from .calls import handed
+        key = handed(key)  # a user function converted (`calls.handing_converted`)
         keys = [key(v) for v in items]
         if not any(isinstance(k, Tracer) for k in keys):
             ranked = builtins.sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
@@ -844,3 +850,72 @@ def _in_range(item, r: range):
     low, high = builtins.min(first, last), builtins.max(first, last)
     return (x >= low) & (x <= high) & ((x - first) % abs(r.step) == 0)
 
+
+
+# ---------------------------------------------------------------------------
+# map and filter
+
+
+def map_(function: Callable, iterable: Any, /, *iterables: Any) -> Any:
+    """``map(function, iterable, ...)``, with a user function converted.
+
+    The semantics are given by this Python implementation::
+
+        return map(function, iterable, *iterables)
+
+    A user function (or method, or ``functools.partial`` of one) is called as
+    its converted twin, so its `if`s on traced values work (see
+    ``calls.handing_converted``); the result is Python's lazy ``map`` object.
+
+    Args:
+      function: called on the items.
+      iterable: the items (with ``iterables``, one argument each).
+      *iterables: more items, in step.
+
+    Returns:
+      An iterator over the results.
+    """
+    from .calls import handed
+    return builtins.map(handed(function), iterable, *iterables)
+
+
+def filter_(function: Callable | None, iterable: Any, /) -> Any:
+    """``filter(function, iterable)``, with a user function converted.
+
+    The semantics are given by this Python implementation::
+
+        return filter(function, iterable)
+
+    As lazy as Python's. An item whose test is traced cannot be kept or left
+    out while tracing: how many items the result holds would be known only
+    when the program runs, so that is a ``BuiltinError`` naming the item.
+
+    Args:
+      function: the test, called on each item; ``None`` tests the items'
+        own truth.
+      iterable: the items.
+
+    Returns:
+      An iterator over the items whose test is true.
+
+    Raises:
+      BuiltinError: an item's test is traced.
+    """
+    from .calls import handed
+    test = handed(function)
+
+    def kept():
+        for k, item in enumerate(iterable):
+            verdict = item if test is None else test(item)
+            if isinstance(verdict, Tracer):
+                raise errors.BuiltinError(
+                    "`filter` keeps the items whose test is true: a traced test leaves how "
+                    "many it keeps to the running program, and a list has its length while "
+                    "tracing",
+                    observed=f"the test of item {k} is {describe(verdict)}",
+                    fix="keep every item with a mask: `keep = jnp.array([test(x) for x in "
+                        "xs])`, then `jnp.where(keep, xs, fill)` or a sum weighted by it")
+            if verdict:
+                yield item
+
+    return kept()

@@ -18,8 +18,12 @@ made by ``jax.jit``                ``jax.jit`` of the converted function, with t
 ``range``, ``enumerate``, ...      the runtime's own ``range_``, ``enumerate_``,
                                    ``zip_``, ``reversed_``, ``print_``
 ``min``, ``float``, ``any``, ...   their operators in ``builtins`` (``min_``,
-                                   ``float_``, ``any_``, ...): Python's meaning on
-                                   traced values
+                                   ``float_``, ``any_``, ``map_``, ...): Python's
+                                   meaning on traced values
+a library function that calls      itself, with the user functions among its
+the functions it is given          arguments converted (``functools.reduce``,
+(``functools.reduce``, JAX,        ``jax.tree_util.tree_reduce``, ``optax.sgd``;
+Optax, Flax, ...)                  see ``handing_converted``)
 a Python function                  converted, unless a library's (the table of
                                    modules never converted: JAX, NumPy, the
                                    standard library, ...)
@@ -35,6 +39,8 @@ The conversion itself is registered by ``autograph.api`` through
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 import os
 import sys
 import threading
@@ -174,8 +180,84 @@ def _function(f: types.FunctionType):
         if rebuilt is not None:
             return rebuilt
         e = transforms.entry(f)
-        return f if e is None else transforms.convert_arguments(f, e, resolve)
+        if e is not None:
+            return transforms.convert_arguments(f, e, resolve)
+        return handing_converted(f) if _calls_back(f) else f
     return _converter(f)
+
+
+# -- user functions handed to libraries ----------------------------------------------
+
+# The libraries whose functions get converted user functions for their function
+# arguments (`optax.sgd(schedule)`, `jax.tree_util.tree_reduce(fn, t)`): they call
+# them on traced values. Not the standard library (beyond `_CALLING_BACK`), whose
+# functions take functions to inspect, register or pickle them as often as to call them.
+_CALLING_BACK_PACKAGES = frozenset({"jax", "optax", "flax", "equinox", "haiku", "numpy",
+                                    "scipy", "chex"})
+# Functions of those packages that keep a user function as it is, by name: host
+# callbacks (`pure_callback`, `debug.callback`, `io_callback`: called on NumPy values,
+# outside the trace) and registrations (`register_pytree_node`, ...).
+def _keeps_its_functions(name: str) -> bool:
+    return name.endswith("callback") or name.startswith("register")
+
+
+# Functions of the standard library that call the functions they are given.
+_CALLING_BACK = frozenset({
+    functools.reduce, itertools.accumulate, itertools.starmap, itertools.takewhile,
+    itertools.dropwhile, itertools.filterfalse, itertools.groupby, heapq.nlargest,
+    heapq.nsmallest, heapq.merge,
+})
+_builtin_wrappers: dict = {}  # (builtins live as long as the process)
+
+
+def _calls_back(f) -> bool:
+    """Whether library function ``f`` gets converted user functions for its arguments."""
+    if _keeps_its_functions(getattr(f, "__name__", "")):
+        return False
+    return library_module(f) in _CALLING_BACK_PACKAGES
+
+
+def _user_callable(x) -> bool:
+    """A user's function, method or ``functools.partial`` of one (decided by identity)."""
+    if type(x) is functools.partial:
+        return _user_callable(x.func)
+    fn = x.__func__ if isinstance(x, types.MethodType) else x
+    return (isinstance(fn, types.FunctionType) and library_module(fn) is None
+            and converted_of(x) is None and not marked_do_not_convert(x))
+
+
+def handed(x):
+    """``x`` as converted code hands it to a library: a user function converted."""
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        items = [handed(v) for v in x]
+        return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+    if not _user_callable(x):
+        return x
+    try:
+        return resolve(x)
+    except Exception:  # noqa: BLE001 - never worse: the library gets the function itself
+        return x
+
+
+def handing_converted(f: Callable) -> Callable:
+    """``f`` called with the user functions among its arguments converted.
+
+    Converted code that hands a user function or lambda to a library
+    (``functools.reduce(pick, xs)``, ``optax.sgd(schedule)``,
+    ``jax.tree_util.tree_reduce(fn, tree)``) hands its converted twin, so the
+    library's calls of it on traced values run its `if`s and loops as converted
+    code does. Which arguments are user functions is decided by identity on each
+    call (lists and tuples of them included); anything else passes unchanged,
+    and so does a function that cannot be converted.
+    """
+    def call(*args, **kwargs):
+        return f(*[handed(a) for a in args], **{k: handed(v) for k, v in kwargs.items()})
+
+    try:
+        functools.update_wrapper(call, f)
+    except AttributeError:  # pragma: no cover - a callable without a name
+        pass
+    return call
 
 
 def _jit(f):
@@ -214,9 +296,15 @@ def resolve(f):
         return _memo(f, lambda g: transforms.rebuild_custom_derivative(g, resolve))
     if isinstance(f, type) or isinstance(f, types.BuiltinFunctionType):
         try:
-            return _builtins.get(f, f)
+            replacement = _builtins.get(f)
+            if replacement is None and (f in _CALLING_BACK or (
+                    isinstance(f, types.BuiltinFunctionType) and _calls_back(f))):
+                replacement = _builtin_wrappers.get(f)
+                if replacement is None:
+                    replacement = _builtin_wrappers[f] = handing_converted(f)
         except TypeError:  # pragma: no cover - unhashable type objects
             return f
+        return f if replacement is None else replacement
     rebuilt = libraries.rebuild(f, resolve)  # a linen module, Equinox's `filter_jit(f)`
     if rebuilt is not None:
         return rebuilt

@@ -553,3 +553,37 @@ def calls_math(x):
 
 def test_call_math():
     _both(calls_math, (np.float32(2.0),), (np.float32(-1.5),))
+
+
+def _larger(a, b):
+    if a > b:
+        return a
+    return b
+
+
+def reduces_with_a_user_function(xs):
+    import functools
+    return functools.reduce(_larger, [xs[0], xs[1], xs[2]]) + sum(map(abs, [xs[0], xs[1]]))
+
+
+def test_call_library_with_user_function():
+    _both(reduces_with_a_user_function, (np.array([1.0, -3.0, 2.0], np.float32),),
+          (np.array([-1.0, 0.5, -2.0], np.float32),))
+
+
+def _is_positive(v):
+    return v > 0
+
+
+def filters(xs):
+    return [v * 2.0 for v in filter(_is_positive, [1.0, -2.0, 3.0])] + [xs]
+
+
+def filters_traced(xs):
+    return list(filter(_is_positive, [xs[0], xs[1]]))
+
+
+def test_call_builtin_filter():
+    _both(filters, (np.float32(1.5),))
+    with pytest.raises(autograph.BuiltinError, match="`filter` keeps the items"):
+        jax.jit(autograph.convert(filters_traced))(np.array([1.0, -2.0], np.float32))

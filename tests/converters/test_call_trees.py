@@ -92,6 +92,35 @@ def test_golden_builtins_library_and_array_methods_stay():
     """)
 
 
+def test_golden_library_calls_handed_user_functions_are_routed():
+    # a lambda, a function the tree defines, a partial, a module-level name: the
+    # runtime hands the library their converted twins (by identity, as they run);
+    # arrays, wrappers (`functools.partial` itself) and method calls stay as written
+    assert_golden("""
+        def f(xs, tree, w):
+            def smaller(a, b):
+                return a if a < b else b
+            m = functools.reduce(smaller, xs)
+            t = jax.tree_util.tree_reduce(pick, tree)
+            s = jax.tree_util.tree_reduce(lambda a, b: a + b, tree)
+            p = functools.reduce(functools.partial(pick, 2), xs)
+            q = functools.partial(pick, 2)
+            v = jnp.dot(w, xs)
+            return list(map(pick, xs)), list(filter(None, xs))
+    """, """
+        def f(xs, tree, w):
+            def smaller(a, b):
+                return a if a < b else b
+            m = ag__.converted_call(functools.reduce, smaller, xs)
+            t = ag__.converted_call(jax.tree_util.tree_reduce, pick, tree)
+            s = ag__.converted_call(jax.tree_util.tree_reduce, lambda a, b: a + b, tree)
+            p = ag__.converted_call(functools.reduce, functools.partial(pick, 2), xs)
+            q = functools.partial(pick, 2)
+            v = jnp.dot(w, xs)
+            return (list(ag__.converted_call(map, pick, xs)), list(ag__.converted_call(filter, None, xs)))
+    """, passes=(call_trees,))
+
+
 def test_golden_rebound_builtin_is_a_user_call():
     assert_golden("""
         def f(x):

@@ -35,6 +35,12 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
   a module-level list, nested item assignments with side-effecting indices,
   and ``print``; what they build is returned too.
 
+* user functions handed to a library: ``functools.reduce(_larger, [...])``,
+  ``sorted([...], key=_magnitude)``, ``map(_magnitude, [...])`` (``_larger`` and
+  ``_magnitude`` branch on their arguments; defined in the harness's header);
+* a list ``hist = []`` that ``f`` only appends to (``hist.append(...)``,
+  ``hist.extend([...])``) in any block, and never reads;
+
 * an object ``o = State(x)`` of a module-level class, whose attributes
   ``o.t`` (a float) and ``o.m`` (an int counter) are assigned, updated,
   read and set by its method ``o.bump(...)`` in any block; both are returned.
@@ -192,7 +198,9 @@ class Generator:
     numbers), ``"after_loop_reads"`` (reading, after a loop over a static
     range or an array, what its body assigned), ``"ifexp"`` (``a if c else
     b``), ``"helpers"`` (helper functions and JAX transformations of them),
-    ``"match"`` (``match`` statements), ``"attributes"`` (the object ``o``), and
+    ``"match"`` (``match`` statements), ``"attributes"`` (the object ``o``),
+    ``"library"`` (user functions handed to a library), ``"history"`` (the list
+    ``f`` only appends to), and
     each of ``python_values.FEATURES``.
     A feature left out takes no draws: excluding all of ``FEATURES`` gives the
     programs each seed gave before they were added (``match`` statements and
@@ -224,6 +232,7 @@ class Generator:
         self.helpers: list[tuple[str, str]] = []   # (name, kind) callable from `f`
         self.pv = PythonValues(self)
         self.attrs = False   # whether `f` has the object `o`
+        self.history = False  # whether `f` has the list `hist`, only appended to
 
     # -- variables ---------------------------------------------------------
 
@@ -245,11 +254,12 @@ class Generator:
         if d <= 0:
             return self.fatom(env)
         kind = ch.pick(["atom", "bin", "unary", "minmax", "where", "ifexp", "vred", "idx",
-                        "int", "boolop", "call", "python", "math"],
+                        "int", "boolop", "call", "python", "math", "library"],
                        [5, 3, 2.5, 1.2, 0.8, 0 if "ifexp" in self.exclude else 0.8, 1, 0.8, 0.6,
                         0 if "value_boolop" in self.exclude else 0.15,
                         0.9 if self.helpers else 0, self.pv.atom_weight(),
-                        0 if self.legacy or "math" in self.exclude else 0.5])
+                        0 if self.legacy or "math" in self.exclude else 0.5,
+                        0 if self.legacy or "library" in self.exclude else 0.3])
         if kind == "atom":
             return self.fatom(env)
         if kind == "python":
@@ -261,6 +271,11 @@ class Generator:
             if op == "*":  # keep products bounded
                 return f"({self.fexpr(env, d - 1)} * {self.fbounded(env, d - 1)})"
             return f"({self.fexpr(env, d - 1)} {op} {self.fexpr(env, d - 1)})"
+        if kind == "library":  # a module-level user function (HEADER) handed to a library
+            items = ", ".join(self.fexpr(env, d - 1) for _ in range(ch.integer(2, 3)))
+            return ch.pick([f"functools.reduce(_larger, [{items}])",
+                            f"sorted([{items}], key=_magnitude)[0]",
+                            f"sum(map(_magnitude, [{items}]))"])
         if kind == "math":  # Python's `math` on a float: traced, its `jnp` twin
             fn = ch.pick(["math.sin", "math.tanh", "math.fabs", "math.atan", "math.exp"],
                          [2, 2, 2, 1, 0.5])
@@ -582,13 +597,17 @@ class Generator:
 
     def statement(self, env: Env, depth: int):
         ch = self.ch
-        kinds = ["assign", "aug", "if", "for", "while", "python", "match", "attr"]
+        kinds = ["assign", "aug", "if", "for", "while", "python", "match", "attr", "history"]
         legacy = "match" in self.exclude or FEATURES <= self.exclude
         weights = [5, 3, 2.2, 1.4, 1.1, self.pv.weight(), 0 if legacy else 0.4,
-                   0.8 if self.attrs else 0]
+                   0.8 if self.attrs else 0, 0.6 if self.history else 0]
         if depth >= self.max_depth:
             kinds, weights = kinds[:2] + kinds[5:6], weights[:2] + weights[5:6]
         kind = ch.pick(kinds, weights)
+        if kind == "history":  # appended to, never read: no block carries it
+            if ch.flip(0.3):
+                return [f"hist.extend([{self.fexpr(env, 1)}, {self.vexpr(env, 1)}])"], False
+            return [f"hist.append({self.fexpr(env, ch.integer(1, 2))})"], False
         if kind == "python":
             return self.pv.statement(env, depth)
         if kind == "match":
@@ -817,11 +836,14 @@ class Generator:
         self.ret_kind = ch.pick(["f", "fv", "fi", "fvi"], [3, 2, 1.5, 1])
         if "attributes" not in self.exclude and not FEATURES <= self.exclude:
             self.attrs = ch.flip(0.3)
+        if not self.legacy and "history" not in self.exclude:
+            self.history = ch.flip(0.25)
         env = Env(defs=set(PARAMS), maybe=set(PARAMS))
         body, term = self.block(env, 0, 2, 7, kind="top")
         if not term:
             body.append(f"return {self.ret_value(env)}")
-        body = (["o = State(x)"] if self.attrs else []) + self.pv.setup() + body
+        body = ((["o = State(x)"] if self.attrs else []) + (["hist = []"] if self.history else [])
+                + self.pv.setup() + body)
         src = (self.pv.prelude() + (_STATE if self.attrs else "") + prelude
                + "def f(x, v, n):\n"
                + "".join(f"    {ln}\n" for ln in body))

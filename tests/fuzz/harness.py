@@ -79,8 +79,11 @@ for _logger in jax_internals.CALLBACK_LOGGERS:
 RTOL, ATOL = 1e-4, 1e-5
 HUGE = 1e30
 
-HEADER = ("import math\n\nimport jax\nimport jax.numpy as jnp\nimport numpy as np\n\n"
-          "import autograph\n\n\n")
+HEADER = ("import functools\nimport math\n\nimport jax\nimport jax.numpy as jnp\n"
+          "import numpy as np\n\nimport autograph\n\n\n"
+          # user functions the programs hand to `functools.reduce`, `sorted`, `map`
+          "def _larger(a, b):\n    if a > b:\n        return a\n    return b\n\n\n"
+          "def _magnitude(a):\n    if a < 0:\n        return -a\n    return a\n\n\n")
 
 
 @dataclasses.dataclass
