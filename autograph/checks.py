@@ -61,7 +61,10 @@ class _Checker(gast.NodeVisitor):
                              f"a generated function and lost")
 
     def visit_While(self, node):
-        self._no_walrus(node.test, "a `while` condition")
+        if node.orelse:  # (without one, `walrus_operands` moves the test into the body)
+            self._no_walrus(node.test, "the condition of a `while` loop with an `else:` clause")
+        else:
+            self._lifted(node.test)
         self._loop_body(node)
 
     def visit_For(self, node):
@@ -112,6 +115,8 @@ class _Checker(gast.NodeVisitor):
             self.lifted.add(id(expr))
             for value in expr.values:
                 self._lifted(value)
+        elif isinstance(expr, gast.IfExp):  # a `:=` in a branch: `walrus_operands` lifts it
+            self.lifted.add(id(expr))
 
     def visit_Assign(self, node):
         self._lifted(node.value)
@@ -131,8 +136,11 @@ class _Checker(gast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_IfExp(self, node):
-        self._no_walrus(node.body, "a branch of a conditional expression")
-        self._no_walrus(node.orelse, "a branch of a conditional expression")
+        if id(node) not in self.lifted:
+            where = ("a branch of a conditional expression (other than in a statement's value "
+                     "or an `if` test)")
+            self._no_walrus(node.body, where)
+            self._no_walrus(node.orelse, where)
         self.generic_visit(node)
 
     def visit_Compare(self, node):

@@ -68,7 +68,10 @@ def _conjuncts(test: gast.expr) -> list[gast.expr]:
 def _is_exit(stmt: gast.stmt) -> bool:
     """``if test: break`` and nothing else."""
     return (isinstance(stmt, gast.If) and not stmt.orelse and len(stmt.body) == 1
-            and isinstance(stmt.body[0], gast.Break))
+            and isinstance(stmt.body[0], gast.Break)
+            # a test that binds a name with `:=` stays a statement, where the name it
+            # binds reaches the body (see `walrus_operands`)
+            and not any(isinstance(n, gast.NamedExpr) for n in gast.walk(stmt.test)))
 
 
 def _fold_leading_exits(node: gast.While) -> None:

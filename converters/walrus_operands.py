@@ -19,7 +19,23 @@ is asked once, and the value is ``a`` or ``b``; for `or` the test is
 Lifted are the `and`/`or` that is a statement's whole value (an assignment,
 an expression statement, a `return`) or an `if` test, under any `not`, and
 the `and`/`or` among its operands; elsewhere its operands' evaluation order
-would change, and ``checks`` refuses a `:=` in a later operand.
+would change, and ``checks`` refuses a `:=` in a later operand. So is a
+conditional expression in those places with a `:=` in a branch (which
+``conditional_expressions`` would put in a lambda)::
+
+    z = (y := x + 1) if x > 0 else 0.0   ->   if x > 0:
+                                                  if_value = (y := x + 1)
+                                              else:
+                                                  if_value = 0.0
+                                              z = if_value
+
+A `while` test with a `:=` (and no `else:` clause) is evaluated where it binds
+its name before each iteration, as the test of an `if` that leads the body::
+
+    while (y := f(x)) > t:     ->   while True:
+        x = y                           if not (y := f(x)) > t:
+                                            break
+                                        x = y
 """
 
 from __future__ import annotations
@@ -28,10 +44,11 @@ import gast
 
 from autograph import templates
 from autograph.context import Context
+from autograph.directive_calls import Directive
 from autograph.transformer import Converter
 
 NODES = (gast.NamedExpr,)  # the pass is skipped when the tree has none
-EMITS = (gast.If, gast.UnaryOp)
+EMITS = (gast.If, gast.UnaryOp, gast.Break)
 REQUIRES = ()
 
 
@@ -62,6 +79,16 @@ def _assign(target: str, value: gast.expr, origin) -> gast.stmt:
 
 
 class _Transformer(Converter):
+    def _lift_choice(self, node: gast.IfExp, origin) -> tuple[list[gast.stmt], gast.expr]:
+        """``a if c else b`` with a `:=` in a branch, as an `if` statement computing it
+        into a fresh name; that statement, and the name."""
+        value = self.ctx.namer.new("if_value")
+        stmt = gast.If(test=node.test, body=[_assign(value, node.body, origin)],
+                       orelse=[_assign(value, node.orelse, origin)])
+        templates.set_location(stmt, origin)
+        result = self.visit(stmt)
+        return result if isinstance(result, list) else [result], templates.name(value)
+
     def _lift(self, node: gast.BoolOp, origin) -> tuple[list[gast.stmt], gast.expr]:
         """Statements computing ``node`` into a fresh name, and that name."""
         value = self.ctx.namer.new("and_value" if isinstance(node.op, gast.And) else "or_value")
@@ -87,9 +114,12 @@ class _Transformer(Converter):
     def _lifted(self, node, field: str):
         expr = getattr(node, field)
         inner = _under_not(expr) if expr is not None else None
-        if not _needs_lifting(inner):
+        if isinstance(inner, gast.IfExp) and (_binds(inner.body) or _binds(inner.orelse)):
+            stmts, value = self._lift_choice(inner, node)
+        elif _needs_lifting(inner):
+            stmts, value = self._lift(inner, node)
+        else:
             return self.generic_visit(node)
-        stmts, value = self._lift(inner, node)
         if inner is expr:
             setattr(node, field, value)
         else:  # the `not`s stay around the lifted value
@@ -106,6 +136,23 @@ class _Transformer(Converter):
 
     def visit_If(self, node: gast.If):
         return self._lifted(node, "test")
+
+    def visit_While(self, node: gast.While):
+        if node.orelse or not _binds(node.test):
+            return self.generic_visit(node)
+        # `while (y := f(x)) > t:` -> `while True:` led by `if not (y := f(x)) > t: break`,
+        # which binds `y` as any `if` test does, before every iteration
+        stop = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=node.test),
+                       body=[gast.Break()], orelse=[])
+        templates.set_location(stop, node)
+        lead = 1 if node.body and self._is_loop_options(node.body[0]) else 0
+        node.test = templates.literal(True)
+        node.body = node.body[:lead] + [stop] + node.body[lead:]
+        return self.generic_visit(node)
+
+    def _is_loop_options(self, stmt) -> bool:
+        return (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)
+                and self.ctx.directives.of(stmt.value.func) is Directive.LOOP_OPTIONS)
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:

@@ -714,7 +714,7 @@ def sorted_(iterable: Any, /, *, key: Callable | None = None, reverse: bool = Fa
             return list(iterable[order])
     items = list(iterable)
     if key is None:
-        if not any(isinstance(v, Tracer) for v in items):
+        if not any(_tuple_traced(v) for v in items):
             items.sort(reverse=reverse)
             return items
         keys = items
@@ -722,24 +722,51 @@ def sorted_(iterable: Any, /, *, key: Callable | None = None, reverse: bool = Fa
         from .calls import handed
         key = handed(key)  # a user function converted (`calls.handing_converted`)
         keys = [key(v) for v in items]
-        if not any(isinstance(k, Tracer) for k in keys):
+        if not any(_tuple_traced(k) for k in keys):
             ranked = builtins.sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
             return [items[k] for k in ranked]
     if len(items) <= 1:
         return items
     for k in keys:
-        if isinstance(k, Tracer) and int(np.prod(np.shape(k))) != 1:
-            _refuse_ambiguous("sorted", f"comparing items of {describe(k)}")
+        for part in (k if type(k) is tuple else (k,)):
+            if isinstance(part, Tracer) and int(np.prod(np.shape(part))) != 1:
+                _refuse_ambiguous("sorted", f"comparing items of {describe(part)}")
     treedef, columns = _stacked(list(keys), "sorted")
-    if len(columns) != 1 or columns[0][0] is None:
+    leaves = treedef.num_leaves
+    if not (treedef == jax.tree_util.tree_structure(keys[0]) and (
+            leaves == 1 or type(keys[0]) is tuple and len(keys[0]) == leaves)):
         raise errors.BuiltinError(
-            "`sorted` orders traced keys only when each key is one number",
+            "`sorted` orders traced keys only when each key is one number or a tuple of "
+            "numbers",
             observed=f"the keys are {st.kind_of(keys[0])}",
-            fix="make the key one number (e.g. `a * n + b` for the pair `(a, b)`), or sort "
-                "the arrays with `jnp.lexsort`")
-    column = jnp.reshape(columns[0][1], (len(items),))
-    order = jnp.argsort(column, stable=True, descending=builtins.bool(reverse))
-    return _take(_stacked(items, "sorted"), order)
+            fix="make the key one number or a tuple of numbers, or sort the arrays with "
+                "`jnp.lexsort`")
+    return _take(_stacked(items, "sorted"), _lexicographic_order(columns, len(items), reverse))
+
+
+def _tuple_traced(key) -> bool:
+    return isinstance(key, Tracer) or type(key) is tuple and any(
+        isinstance(part, Tracer) for part in key)
+
+
+def _lexicographic_order(columns, n: int, reverse) -> Any:
+    """The stable order of ``n`` keys given as ``columns`` (one per element of the key,
+    the first deciding first), as Python's ``sorted`` orders tuples."""
+    operands = []
+    for kind, value in columns:
+        if kind is None:
+            continue  # one value for every key: it decides nothing
+        column = jnp.reshape(value, (n,))
+        if jnp.issubdtype(column.dtype, jnp.complexfloating):
+            raise errors.BuiltinError(
+                "`sorted` cannot order complex keys (Python's `<` refuses them)",
+                observed=f"a key holds {describe(value[0])}",
+                fix="sort by `abs(z)` or by `(z.real, z.imag)`")
+        if builtins.bool(reverse):  # descending, equal keys keeping their order
+            column = -column if jnp.issubdtype(column.dtype, jnp.floating) else ~column
+        operands.append(column)
+    operands.append(jnp.arange(n, dtype=np.int32))  # the items' order breaks ties
+    return jax.lax.sort(tuple(operands), num_keys=len(operands))[-1]
 
 
 # ---------------------------------------------------------------------------

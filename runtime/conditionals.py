@@ -68,6 +68,8 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
         the flag is false).
       returns: the position among ``names`` of the function's return value
         (so messages call it that, whatever its name), or None.
+      dead: lists the function only appends to and never reads, which a
+        branch appends to without handing them out (``analysis.dead_lists``).
 
     Returns:
       The values of ``names`` after the `if`, as a tuple.

@@ -163,7 +163,8 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     ``lax.while_loop``: Python numbers in the state become (weakly typed)
     arrays, and each variable must keep its shape, dtype and structure, or a
     ``LoopStateError`` names it. With ``opts={'maximum_iterations': N}`` the
-    staged loop stops after at most ``N`` steps.
+    staged loop stops after at most ``N`` steps, counting those run as Python
+    before its test became traced.
 
     ``bound=Bound(position, op, limit, step)`` gives a counter that bounds
     the loop (the test holds ``op(state[position], limit())``; the body moves
@@ -188,6 +189,8 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
       python_state: ``(name, why)`` for the names the body assigns and uses
         as Python values (``f"w{n}"``); staging a loop where one holds a
         Python number is a ``LoopStateError``, since it would be an array.
+      dead: lists the function only appends to and never reads, which the
+        body appends to without carrying them (``analysis.dead_lists``).
 
     Returns:
       The state after the loop, as a tuple.
@@ -206,6 +209,8 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     # loop exits): the trips it allows from where it starts bound the loop, also
     # once a traced `break` in an earlier iteration has made the counter traced.
     first_trips = None if bound is None else _bounded_trips(bound, state)
+    ran = 0  # iterations run as Python before the test is traced: they count toward
+    # `maximum_iterations` (a `break` lowered into the test leaves the first test a Python one)
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
@@ -213,7 +218,12 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             trips = None if bound is None else _bounded_trips(bound, state)
             if trips is None and bound is not None and is_traced(state[bound.position]):
                 trips = first_trips
-            plan = plan_while(maximum_iterations=(opts or {}).get("maximum_iterations"),
+            maximum = (opts or {}).get("maximum_iterations")
+            if maximum is not None and ran:
+                if ran >= maximum:
+                    return state
+                maximum -= ran
+            plan = plan_while(maximum_iterations=maximum,
                               checkpoints=(opts or {}).get("checkpoints"), counter_trips=trips)
             # a count from the counter: its limit must hold while the body runs
             limit = bound.limit() if bound is not None and plan.test_bounds else None
@@ -248,6 +258,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
         if not c:
             return state
         state = tuple(body(*state))
+        ran += 1
 
 
 def _refuse_python_numbers(uses, state, names, fns) -> None:
@@ -472,6 +483,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
         as Python values; where one holds a Python number when the loop
         starts (a staged loop would carry it as an array), the loop runs as
         Python too.
+      dead: lists the function only appends to and never reads, which the
+        body appends to without carrying them (``analysis.dead_lists``).
 
     Returns:
       The state after the loop, as a tuple.

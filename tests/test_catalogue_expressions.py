@@ -179,8 +179,18 @@ def test_walrus():
 
 
 def walrus_in_while_test(x):
+    n = 0
+    while (y := x * 2.0) < 10.0:
+        x = y
+        n += 1
+    return x, n, y
+
+
+def walrus_in_while_else(x):
     while (y := x) > 0:
         x -= 1
+    else:
+        x = x + 1
     return x
 
 
@@ -208,14 +218,26 @@ def walrus_in_right_operand_of_a_call(x):
 
 
 def walrus_in_conditional_branch(x):
-    return (y := 1) if x > 0 else 0
+    z = (y := x + 1.0) if x > 0 else (y := x - 1.0)
+    return z + y
+
+
+def walrus_in_a_nested_conditional_branch(x):
+    return abs((y := 1) if x > 0 else 0)
+
+
+def test_walrus_in_while_test_and_conditional_branch():
+    # the `while` test binds `y` before each iteration (also the one that ends the
+    # loop); the conditional expression binds it on the branch that runs
+    _both(walrus_in_while_test, (1.0,), (3.0,), (20.0,))
+    _both(walrus_in_conditional_branch, (1.0,), (-1.0,))
 
 
 @pytest.mark.parametrize("fn,snippet,construct", [
-    (walrus_in_while_test, "while (y := x)", "`while` condition"),
+    (walrus_in_while_else, "while (y := x)", "`while` loop with an `else:` clause"),
     (walrus_in_right_operand_of_a_call, "(y := x)", "right operand of `and`/`or`"),
-    (walrus_in_conditional_branch, "(y := 1)", "branch of a conditional expression"),
-], ids=["while_test", "and_or_right_elsewhere", "ifexp_branch"])
+    (walrus_in_a_nested_conditional_branch, "(y := 1)", "branch of a conditional expression"),
+], ids=["while_else_test", "and_or_right_elsewhere", "ifexp_branch_elsewhere"])
 def test_walrus_rejected(fn, snippet, construct):
     _rejected(fn, snippet, construct)
 
