@@ -145,6 +145,9 @@ class _Transformer(LocalNamesTransformer):
         if not isinstance(func, gast.Attribute) or func.attr in LIBRARY_METHODS \
                 or func.attr in _WRAPPING or _is_at_update(func):
             return False
+        root = _root(func)
+        if isinstance(root, gast.Name) and root.id in ("ag__", "autograph"):
+            return False  # the runtime's own operators (`ag__.fstring(lambda ...)`)
         return any(self._function_like(a) for a in node.args) or any(
             self._function_like(k.value) for k in node.keywords)
 

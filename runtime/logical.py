@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -15,8 +16,25 @@ from .conditions import condition
 from .values import describe, fail_at_run_time, is_traced, taken_when
 
 
-def _truth(x, op: str):
-    return condition(x, f"`{op}`") if is_traced(x) else x
+class Op(enum.Enum):
+    """The logical operators, named as Python spells them (the first two short-circuit)."""
+
+    AND = "and"
+    OR = "or"
+    NOT = "not"
+
+    @property
+    def bitwise(self) -> Callable:
+        """The operator on traced truths."""
+        return lax.bitwise_and if self is Op.AND else lax.bitwise_or
+
+    def needed(self, c):
+        """Where the right operand is evaluated, for a traced truth ``c`` of the left one."""
+        return c if self is Op.AND else jnp.logical_not(c)
+
+
+def _truth(x, op: Op):
+    return condition(x, f"`{op.value}`") if is_traced(x) else x
 
 
 def and_(left: Any, right_thunk: Callable[[], Any], test: bool = False) -> Any:
@@ -48,12 +66,12 @@ def and_(left: Any, right_thunk: Callable[[], Any], test: bool = False) -> Any:
       The value of the expression (with ``test``, where ``left`` is traced,
       its truth).
     """
-    c = _truth(left, "and")
+    c = _truth(left, Op.AND)
     if not is_traced(c):
         return right_thunk() if c else left
     if test:
-        return _staged_test(c, right_thunk, "and")
-    return _staged(left, c, right_thunk, "and")
+        return _staged_test(c, right_thunk, Op.AND)
+    return _staged(left, c, right_thunk, Op.AND)
 
 
 def or_(left: Any, right_thunk: Callable[[], Any], test: bool = False) -> Any:
@@ -79,36 +97,36 @@ def or_(left: Any, right_thunk: Callable[[], Any], test: bool = False) -> Any:
       The value of the expression (with ``test``, where ``left`` is traced,
       its truth).
     """
-    c = _truth(left, "or")
+    c = _truth(left, Op.OR)
     if not is_traced(c):
         return left if c else right_thunk()
     if test:
-        return _staged_test(c, right_thunk, "or")
-    return _staged(left, c, right_thunk, "or")
+        return _staged_test(c, right_thunk, Op.OR)
+    return _staged(left, c, right_thunk, Op.OR)
 
 
-def _staged_test(c, right_thunk, op: str):
+def _staged_test(c, right_thunk, op: Op):
     """The truth of ``left and right`` / ``left or right`` for a traced truth ``c`` of
     ``left``: a Python bool where the right operand's Python truth decides."""
-    needed = c if op == "and" else jnp.logical_not(c)
+    needed = op.needed(c)
     try:
         with taken_when(needed):
             # staged like a branch of an `if`: its Python runs whatever `left` is
             right = refuse_outside_changes(
                 (right_thunk,), right_thunk,
-                f"the right operand of an `{op}` whose left operand is traced")
+                f"the right operand of an `{op.value}` whose left operand is traced")
     except errors.UndefinedVariableError as e:
         fail_at_run_time(jnp.logical_not(needed), e)
         return c
     r = _truth(right, op)
     if not is_traced(r):
-        if op == "and":
+        if op is Op.AND:
             return c if r else False
         return True if r else c
-    return (lax.bitwise_and if op == "and" else lax.bitwise_or)(c, r)
+    return op.bitwise(c, r)
 
 
-def _staged(left, c, right_thunk, op: str):
+def _staged(left, c, right_thunk, op: Op):
     """``left and right`` / ``left or right`` for a traced truth ``c`` of ``left``.
 
     The right operand is traced for every element, but Python evaluates it only
@@ -119,26 +137,26 @@ def _staged(left, c, right_thunk, op: str):
     left operand as the result, and the program fails where the right one was
     needed, as Python would.
     """
-    needed = c if op == "and" else jnp.logical_not(c)
+    needed = op.needed(c)
     try:
         with taken_when(needed):
             # staged like a branch of an `if`: its Python runs whatever `left` is
             right = refuse_outside_changes(
                 (right_thunk,), right_thunk,
-                f"the right operand of an `{op}` whose left operand is traced")
+                f"the right operand of an `{op.value}` whose left operand is traced")
     except errors.UndefinedVariableError as e:
         fail_at_run_time(jnp.logical_not(needed), e)
         return left
     if _bool_scalar(left) and _bool_scalar(right):  # a loop test: one `and`/`or`
-        return (lax.bitwise_and if op == "and" else lax.bitwise_or)(c, jnp.asarray(right))
-    if_true, if_false = (right, left) if op == "and" else (left, right)
+        return op.bitwise(c, jnp.asarray(right))
+    if_true, if_false = (right, left) if op is Op.AND else (left, right)
     if _is_bool(if_true) and _is_bool(if_false):
         return jnp.where(c, if_true, if_false)
     try:
         return if_exp(c, lambda: if_true, lambda: if_false)
     except errors.BranchError:
         raise errors.BranchError(
-            f"the value of an `{op}` whose left operand is traced must be one array",
+            f"the value of an `{op.value}` whose left operand is traced must be one array",
             observed=f"it is {describe(if_true)} where the left operand is true and "
                      f"{describe(if_false)} where it is false",
             fix="test it in an `if` or `while` (only its truth counts there), or give both "
@@ -166,7 +184,7 @@ def not_(x: Any) -> Any:
     Returns:
       A Python bool, or a traced boolean scalar when ``x`` is traced.
     """
-    c = _truth(x, "not")
+    c = _truth(x, Op.NOT)
     if not is_traced(c):
         return not c
     c = jnp.asarray(c)

@@ -61,17 +61,17 @@ from .loop_plan import PYTHON_TRIPS as PYTHON_TRIPS  # re-exported: tests import
 from .loop_plan import UNROLL_LIMIT, Form, Iterated, Plan, plan_for, plan_while
 from .outside import OuterState
 from .python_loops import (
-    _INDEX_MAY_CAUSE,
-    _in_linen,
-    _items_from,
-    _note_python_loop,
-    _observed,
-    _python_for,
-    _python_number_used,
-    _warn_unrolled,
+    INDEX_MAY_CAUSE,
+    in_linen,
+    items_from,
+    note_python_loop,
+    observed,
+    python_for,
+    python_number_used,
     st_any_traced,
+    warn_unrolled,
 )
-from .scan_loops import Int32OverflowError, _lifted_for, _scan_for, _stabilizer
+from .scan_loops import Int32OverflowError, lifted_for, scan_for, stabilizer
 from .values import (
     MaybeUndefined,
     UndefinedReturn,
@@ -264,7 +264,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
 def _refuse_python_numbers(uses, state, names, fns) -> None:
     """A staged `while` carries its Python numbers as arrays: one its body uses as a
     Python value (see ``python_state``) would change meaning, so it is refused."""
-    why = _python_number_used(uses, state, names, fns) if uses else None
+    why = python_number_used(uses, state, names, fns) if uses else None
     if why is None:
         return
     name = next(n for n, w in uses if why.startswith(w))
@@ -422,12 +422,12 @@ def _staged_while_defined(test, body, state, names, plan: Plan, loop="while"):
         with staging():
             final = checkpointed_loop(cond_arrays, body_arrays, carry.arrays,
                                       checkpoints=plan.checkpoints, maximum=plan.maximum,
-                                      stabilize=_stabilizer(carry))
+                                      stabilize=stabilizer(carry))
         return shared.finish(carry.unflatten(final, final=True))
 
     with staging():
         final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
-                             int(plan.maximum), stabilize=_stabilizer(carry),
+                             int(plan.maximum), stabilize=stabilizer(carry),
                              test_bounds=plan.test_bounds)
     return shared.finish(carry.unflatten(final, final=True))
 
@@ -500,9 +500,9 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                                state, names, extra_test)
     seq = as_seq(iterable)
     if seq is None:  # Form.PYTHON
-        return _python_for(iterable, body, state, names, extra_test, dead=dead)
+        return python_for(iterable, body, state, names, extra_test, dead=dead)
     if python_index is None and python_state:
-        python_index = _python_number_used(python_state, state, names, (body, extra_test))
+        python_index = python_number_used(python_state, state, names, (body, extra_test))
     if python_index is None and type(seq.n) is int and not seq.fits_int32(0):
         python_index = "its index does not fit int32"
     iterations = None  # the attributes each iteration run as Python assigns
@@ -515,8 +515,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
         if plan.form is Form.UNROLLED:
             long = seq.n > loop_plan.PYTHON_TRIPS  # (read here: tests lower the threshold)
             if python_index is not None and long and st_any_traced((state, seq.xs)):
-                _note_python_loop(python_index, seq.n)
-            return _python_for(_items_from(seq, k), body, state, names, extra_test, dead=dead)
+                note_python_loop(python_index, seq.n)
+            return python_for(items_from(seq, k), body, state, names, extra_test, dead=dead)
         x = seq.python_slice(k)
         if plan.form is Form.EXITING_SCAN and extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
@@ -526,7 +526,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 if plan.form is Form.UNROLLED:
                     return _unproven_for(plan, seq, k, body, state, names, extra_test,
                                          dead=dead)
-                out = _scan_for(seq, k, body, state, names, extra_test)
+                out = scan_for(seq, k, body, state, names, extra_test)
                 plan = _followed(plan, verdict, names, out, extra_test)
                 if plan.form is Form.UNROLLED:
                     return _unproven_for(plan, seq, k, body, state, names, extra_test,
@@ -535,7 +535,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             if not c:
                 return state
         if (st_any_traced(state) or (x is not None and st_any_traced(x)) or (
-                iterations is not None and iterations.assigned_traced())) and not _in_linen():
+                iterations is not None and iterations.assigned_traced())) and not in_linen():
             plan, verdict = _proven(plan, seq, k, x, body, state, names, extra_test)
             if plan.form is Form.UNROLLED:
                 return _unproven_for(plan, seq, k, body, state, names, extra_test, dead=dead)
@@ -547,15 +547,15 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             if plan.form is Form.UNROLLED:
                 # a generator (or a builtin iterator) cannot be put back after a staging
                 # attempt draws from it
-                _warn_unrolled(errors.LoopStateError(
+                warn_unrolled(errors.LoopStateError(
                     "the body reads an iterator that cannot be rewound",
                     observed=f"the body reaches {outside.forward_only()}, whose items a "
                              f"staged body would draw once (and which cannot be rewound)"))
-                return _python_for(_items_from(seq, k), body, state, names, extra_test,
+                return python_for(items_from(seq, k), body, state, names, extra_test,
                                    dead=dead)
             try:
                 with tracing_static_loop():
-                    out = _scan_for(seq, k, body, state, names, extra_test)
+                    out = scan_for(seq, k, body, state, names, extra_test)
                 changed = outside.changed()
                 if changed is not None:
                     raise _changes_outside("for", changed)
@@ -576,7 +576,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     # first iteration leaves them in the order the others may keep
                     outside.restore()
                     peeled = True
-                    state = _python_for([seq.element(k, x)], body, state, names, extra_test,
+                    state = python_for([seq.element(k, x)], body, state, names, extra_test,
                                         dead=dead)
                     k += 1
                     continue
@@ -584,18 +584,18 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     raise
                 outside.restore()  # what the staging attempt changed, run again by Python
                 if isinstance(e, PythonMeaningError):
-                    _note_python_loop(_observed(e), seq.n - k)
-                    return _python_for(_items_from(seq, k), body, state, names, extra_test,
+                    note_python_loop(observed(e), seq.n - k)
+                    return python_for(items_from(seq, k), body, state, names, extra_test,
                                        dead=dead)
                 # the warning only once the unrolled loop traced: an error of the
                 # program itself (a sharding `jax.jit` rejects too) recurs there, and
                 # is raised as `jax.jit` raises it, with no word about unrolling
                 try:
-                    state = _python_for(_items_from(seq, k), body, state, names, extra_test,
+                    state = python_for(items_from(seq, k), body, state, names, extra_test,
                                         dead=dead)
                 except Exception as unrolled:  # noqa: BLE001 - raised without the staging error
                     raise unrolled from None
-                _warn_unrolled(e)
+                warn_unrolled(e)
                 return state
         if iterations is None:
             iterations = attributes.Iterations(state, (body, extra_test), names, leading=1)
@@ -640,8 +640,8 @@ def _followed(plan: Plan, verdict: invisible.Verdict, names, out, extra_test) ->
 
 def _unproven_for(plan: Plan, seq, k: int, body, state, names, extra_test, dead=()):
     """A loop the proof could not clear: the Python loop plain `jax.jit` unrolls."""
-    _note_python_loop(plan.reason, seq.n - k, proof=True)
-    return _python_for(_items_from(seq, k), body, state, names, extra_test, dead=dead)
+    note_python_loop(plan.reason, seq.n - k, proof=True)
+    return python_for(items_from(seq, k), body, state, names, extra_test, dead=dead)
 
 
 def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
@@ -653,7 +653,7 @@ def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
     unrolled, and so would an error raised as the program ran eagerly.
     """
     if trips > UNROLL_LIMIT or (isinstance(error, errors.AutographError)
-                                and not isinstance(error, _INDEX_MAY_CAUSE)):
+                                and not isinstance(error, INDEX_MAY_CAUSE)):
         return False
     if run_time_errors.raised_as_it_ran(error):
         return False  # run eagerly (`jax.vmap` without `jit`), it failed with its effects done
@@ -662,7 +662,7 @@ def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
     return not (isinstance(error, Int32OverflowError) and exits)
 
 
-@_lifted_for
+@lifted_for
 def _traced_seq_for(seq: TracedSeq, plan: Plan, dead: tuple, body, state, names, extra_test):
     def test(k, *s):
         more = k < seq.length

@@ -20,7 +20,7 @@ from .loop_plan import WARN_TRIPS
 from .values import Tracer, is_array, is_python_number, is_traced, is_undefined
 
 
-def _items_from(seq: Seq, k: int):
+def items_from(seq: Seq, k: int):
     """The items of ``seq`` from index ``k`` on, for a loop that runs as Python."""
     return (seq.element(j, seq.python_slice(j)) for j in range(k, seq.n))
 
@@ -29,14 +29,14 @@ def _items_from(seq: Seq, k: int):
 # cannot be traced with a traced index; such loops run unrolled instead.
 _NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
                        IndexError)  # `x[i:i + 2]`: "Slice entries must be static integers"
-_INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionError)
+INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionError)
 
 # Loops over a static range that run as Python because of their index (see
 # ``python_index``), with why: ``explain`` and the tests read them.
 python_loops: list[tuple[Any, str, int]] = []
 
 
-def _note_python_loop(why: str, trips: int, *, proof: bool = False) -> None:
+def note_python_loop(why: str, trips: int, *, proof: bool = False) -> None:
     """Remembers a loop over a static range run as Python for its index's sake; one
     whose trip count makes unrolling costly also warns, once per place."""
     loc = errors.current_location()
@@ -60,7 +60,7 @@ def _note_python_loop(why: str, trips: int, *, proof: bool = False) -> None:
                     f"comparisons and array indexing to stage it")
 
 
-def _python_number_used(uses, state, names, fns) -> str | None:
+def python_number_used(uses, state, names, fns) -> str | None:
     """Why the loop must run as Python: a name (or an attribute, ``self.n``) it uses
     as a Python value starts as a Python number (see ``python_state``), or None."""
     for name, why in uses:
@@ -73,34 +73,38 @@ def _python_number_used(uses, state, names, fns) -> str | None:
     return None
 
 
-def _observed(error) -> str:
-    """What an autograph error observed, as a clause (``the body divides by zero ...``)."""
-    lines = [ln.strip() for ln in str(error).strip().splitlines()]
-    said = next((ln[len("observed:"):].strip() for ln in lines if ln.startswith("observed:")),
-                lines[0] if lines else type(error).__name__)
-    return said
+def observed(error) -> str:
+    """What an error observed, as a clause (``the body divides by zero ...``): an
+    autograph error's ``observed``, else its rule or message's first line."""
+    said = getattr(error, "observed", None) if isinstance(error, errors.AutographError) else None
+    if said:
+        return said
+    rule = getattr(error, "rule", None) if isinstance(error, errors.AutographError) else None
+    lines = str(error).strip().splitlines()
+    return rule or (lines[0] if lines else type(error).__name__)
 
 
-def _warn_unrolled(error) -> None:
+def warn_unrolled(error) -> None:
     loc = errors.current_location()
     where = f"{loc.short}: " if loc is not None else ""
     lines = str(error).strip().splitlines()
     reason = lines[0] if lines else type(error).__name__
+    if isinstance(error, errors.AutographError):
+        reason = error.rule or reason
     if isinstance(error, _NEEDS_PYTHON_INDEX):
         why = (f"its body uses the loop index or item as a Python value ({reason}); iterate "
                f"over the Python list itself, or index arrays with the traced index, to stage "
                f"it as one `lax.scan`")
     else:
-        if isinstance(error, errors.AutographError) and len(lines) > 1:
-            reason = next((ln.strip() for ln in lines if ln.strip().startswith("observed:")),
-                          reason)
+        if isinstance(error, errors.AutographError) and error.observed:
+            reason = f"observed: {error.observed}"
         why = (f"it cannot be staged as one `lax.scan` ({type(error).__name__}: {reason}); "
                f"as under plain `jax.jit`, each iteration is traced in turn, so compile time "
                f"grows with the trip count")
     errors.warn(f"{where}this `for` loop runs unrolled in Python, because {why}")
 
 
-def _in_linen() -> bool:
+def in_linen() -> bool:
     """Whether a Flax linen module's method is running (``@nn.compact`` code).
 
     Linen creates submodules and parameters as its methods run, which a
@@ -120,7 +124,7 @@ def st_any_traced(tree) -> bool:
                for leaf in jax.tree_util.tree_leaves(tree, is_leaf=is_undefined))
 
 
-def _python_for(iterable, body, state, names, extra_test, dead: Sequence[str] = ()):
+def python_for(iterable, body, state, names, extra_test, dead: Sequence[str] = ()):
     for item in iterable:
         if extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")

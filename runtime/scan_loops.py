@@ -24,14 +24,14 @@ from .jaxprs import make_jaxpr_and_tree
 from .values import flag_assigned, guard_when_asked, staging, taken_when
 
 
-def _stabilizer(carry):
+def stabilizer(carry):
     """``counted_loop``'s hook: the carry promoted to what one step makes, or None."""
     def hook(out_avals):
         return carry.arrays if stabilize(carry, out_avals) else None
     return hook
 
 
-def _lifted_for(run):
+def lifted_for(run):
     """``run(seq_or_none, ..., body, state, names, extra_test)`` with Flax objects lifted,
     or else the attributes the body assigns carried (``runtime.attributes``)."""
     def staged(seq, *rest):
@@ -50,8 +50,8 @@ def _lifted_for(run):
     return staged
 
 
-@_lifted_for
-def _scan_for(seq: Seq, k0: int, body, state, names, extra_test):
+@lifted_for
+def scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     n = seq.n - k0
     if n <= 0:
         return state
@@ -232,13 +232,13 @@ def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
 
     with staging():
         n = seq.n - k0
-        final = counted_loop(test, body, carry.arrays, n, stabilize=_stabilizer(carry),
+        final = counted_loop(test, body, carry.arrays, n, stabilize=stabilizer(carry),
                              check=lambda closed: _check_exiting(closed, carry, k0, n))
     return carry.unflatten(final, final=True)
 
 
 def _check_exiting(closed, carry, k0: int, n: int) -> None:
-    """The checks of ``_scan_for`` for the body of a loop that may stop early (its step
+    """The checks of ``scan_for`` for the body of a loop that may stop early (its step
     index counts from 0; the body adds ``k0``)."""
     _refuse_int_overflow(closed, carry, 0, [], n)
     if type(n) is int:

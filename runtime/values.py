@@ -177,7 +177,7 @@ def guard_when_asked(compute: Callable[[], Any], fns: Sequence[Any]) -> Callable
     so the body being traced keeps its own.
     """
     def guard():
-        cells = _cells(fns)
+        cells = closure_cells(fns)
         saved = []
         for cell in cells:
             try:
@@ -201,7 +201,7 @@ def guard_when_asked(compute: Callable[[], Any], fns: Sequence[Any]) -> Callable
 _EMPTY = object()
 
 
-def _cells(fns, depth: int = 3) -> list:
+def closure_cells(fns, depth: int = 3) -> list:
     """The closure cells of the Python functions ``fns`` and of the functions in them."""
     cells: list = []
     seen: set[int] = set()

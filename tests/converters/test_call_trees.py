@@ -95,7 +95,8 @@ def test_golden_builtins_library_and_array_methods_stay():
 def test_golden_library_calls_handed_user_functions_are_routed():
     # a lambda, a function the tree defines, a partial, a module-level name: the
     # runtime hands the library their converted twins (by identity, as they run);
-    # arrays, wrappers (`functools.partial` itself) and method calls stay as written
+    # arrays, wrappers (`functools.partial` itself), method calls and the runtime's own
+    # operators stay as written
     assert_golden("""
         def f(xs, tree, w):
             def smaller(a, b):
@@ -106,6 +107,7 @@ def test_golden_library_calls_handed_user_functions_are_routed():
             p = functools.reduce(functools.partial(pick, 2), xs)
             q = functools.partial(pick, 2)
             v = jnp.dot(w, xs)
+            t = ag__.fstring(lambda v0: f"{v0}", w)
             return list(map(pick, xs)), list(filter(None, xs))
     """, """
         def f(xs, tree, w):
@@ -117,6 +119,7 @@ def test_golden_library_calls_handed_user_functions_are_routed():
             p = ag__.converted_call(functools.reduce, functools.partial(pick, 2), xs)
             q = functools.partial(pick, 2)
             v = jnp.dot(w, xs)
+            t = ag__.fstring(lambda v0: f'{v0}', w)
             return (list(ag__.converted_call(map, pick, xs)), list(ag__.converted_call(filter, None, xs)))
     """, passes=(call_trees,))
 
