@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import operator
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import jax
 
@@ -12,6 +12,13 @@ from autograph import errors
 
 # the options `set_loop_options` takes, in its order
 LOOP_OPTIONS = ("maximum_iterations", "checkpoints")
+
+
+class LoopOptions(NamedTuple):
+    """What ``set_loop_options`` configured for one `while` loop, checked."""
+
+    maximum_iterations: Any = None  # the most iterations (an int, a traced int), or None
+    checkpoints: int | None = None  # copies of the state the backward pass keeps, or None
 
 
 def set_loop_options(*, maximum_iterations: int | None = None,
@@ -52,9 +59,10 @@ def set_loop_options(*, maximum_iterations: int | None = None,
                         **unknown})
 
 
-def check_loop_options(options: Mapping[str, Any], location=None) -> None:
-    """Raises ``LoopOptionsError`` for an option ``set_loop_options`` does not take,
-    or a value out of its range (``location``: the user's line, if known)."""
+def check_loop_options(options: Mapping[str, Any], location=None) -> LoopOptions:
+    """``options`` as a ``LoopOptions`` record; a ``LoopOptionsError`` for an option
+    ``set_loop_options`` does not take, or a value out of its range (``location``:
+    the user's line, if known)."""
     for name, value in options.items():
         if name not in LOOP_OPTIONS:
             close = difflib.get_close_matches(name, LOOP_OPTIONS, n=1)
@@ -80,3 +88,4 @@ def check_loop_options(options: Mapping[str, Any], location=None) -> None:
                 fix=("give the most iterations the loop may run, 0 or more" if least == 0
                      else "give 2 or more copies of the loop state to keep"),
                 location=location)
+    return LoopOptions(**options)

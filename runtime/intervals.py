@@ -164,6 +164,8 @@ def _apply(name: str, params: dict, ins: list, out_aval) -> Interval:
         y = params.get("y")
         if not isinstance(y, int) or y < 0:
             return None
+        if y == 0:
+            return 1, 1
         ends = [ins[0][0] ** y, ins[0][1] ** y]
         lo = 0 if (y % 2 == 0 and ins[0][0] <= 0 <= ins[0][1]) else min(ends)
         return lo, max(ends)
@@ -175,6 +177,8 @@ def _apply(name: str, params: dict, ins: list, out_aval) -> Interval:
         for c in cases[1:]:
             lo, hi = min(lo, c[0]), max(hi, c[1])
         return lo, hi
+    if name == "convert_element_type" and _is_int(out_aval):
+        return _to_int(ins[0], out_aval)
     if name in ("convert_element_type", "copy", "copy_p", "reshape", "squeeze",
                 "expand_dims", "broadcast_in_dim"):
         return ins[0]
@@ -192,9 +196,25 @@ def _apply(name: str, params: dict, ins: list, out_aval) -> Interval:
         if ins[1][0] < 0 or ins[0][0] < 0:
             return None
         return ins[0][0] << ins[1][0], ins[0][1] << ins[1][1]
-    if name == "clamp":
-        return max(ins[1][0], ins[0][0]), min(ins[1][1], ins[2][1])
+    if name == "clamp":  # clamp(a, x, b) = min(max(x, a), b), each bound monotonic
+        lo, hi = max(ins[1][0], ins[0][0]), max(ins[1][1], ins[0][1])
+        return min(lo, ins[2][0]), min(hi, ins[2][1])
     return None
+
+
+def _to_int(interval: Interval, out_aval) -> Interval:
+    """A number's interval cast to an integer dtype: truncated toward zero (a
+    monotonic map), or unknown where a bound is not finite or out of the dtype's range."""
+    if interval is None:
+        return None
+    lo, hi = interval
+    if isinstance(lo, int) and isinstance(hi, int):
+        return lo, hi
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    lo, hi = math.trunc(lo), math.trunc(hi)
+    info = np.iinfo(out_aval.dtype)
+    return (lo, hi) if info.min <= lo and hi <= info.max else None
 
 
 def _run(jaxpr, consts: list[Interval], ins: list[Interval],

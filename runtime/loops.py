@@ -200,9 +200,9 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
       LoopStateError: a variable of a staged loop changes its type, shape or
         structure, or the limit of ``bound`` changes while the body runs.
     """
-    if opts:
-        from autograph import directives
-        directives.check_loop_options(opts, errors.current_location())  # (the loop's line)
+    from autograph import directives
+    options = (directives.check_loop_options(opts, errors.current_location())  # the loop's line
+               if opts else directives.LoopOptions())
     state = tuple(init)
     names = tuple(names)
     # The counter moves toward its limit by one step an iteration at most (or the
@@ -218,13 +218,13 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             trips = None if bound is None else _bounded_trips(bound, state)
             if trips is None and bound is not None and is_traced(state[bound.position]):
                 trips = first_trips
-            maximum = (opts or {}).get("maximum_iterations")
+            maximum = options.maximum_iterations
             if maximum is not None and ran:
                 if ran >= maximum:
                     return state
                 maximum -= ran
             plan = plan_while(maximum_iterations=maximum,
-                              checkpoints=(opts or {}).get("checkpoints"), counter_trips=trips)
+                              checkpoints=options.checkpoints, counter_trips=trips)
             # a count from the counter: its limit must hold while the body runs
             limit = bound.limit() if bound is not None and plan.test_bounds else None
             lifted = objects.lift(state, (test, body), "`while` loop")

@@ -231,6 +231,10 @@ def test_bindings_outside_the_top_level_keep_a_list_carried():
     "def f(x):\n    hist = []\n    hist.append(1)\n    return [v for v in hist]\n",
     "def f(x):\n    hist = []\n    hist.append(1)\n    import sys\n    sys._getframe()\n",
     "def f(x):\n    hist = []\n    hist.append(1)\n    del hist\n",
+    "def f(x):\n    hist = []\n    import numpy as hist\n    hist.append(1)\n",
+    "def f(x):\n    hist = []\n    def hist():\n        pass\n    hist.append(1)\n",
+    "def f(x):\n    hist = []\n    match x:\n        case [*hist]:\n            pass\n"
+    "    hist.append(1)\n",
 ])
 def test_what_the_analysis_refuses(source):
     assert dead_lists.write_only_lists(gast.parse(source).body[0]) == frozenset()

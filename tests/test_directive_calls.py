@@ -194,3 +194,12 @@ def test_nested_do_not_convert_runs_as_written(fn):
     # as under plain `jax.jit`: a traced condition in Python's `if`
     with pytest.raises(jax.errors.TracerBoolConversionError):
         jax.jit(autograph.convert(fn))(jnp.float32(2.0))
+
+
+def test_loop_options_are_checked_into_a_record():
+    from autograph import directives
+    options = directives.check_loop_options({"maximum_iterations": 3})
+    assert options == directives.LoopOptions(maximum_iterations=3, checkpoints=None)
+    assert directives.check_loop_options({"checkpoints": 8}).checkpoints == 8
+    with pytest.raises(autograph.LoopOptionsError, match="did you mean `maximum_iterations=`"):
+        directives.check_loop_options({"max_iterations": 3})

@@ -898,3 +898,23 @@ def test_jump_inside_finally_converts():
             return x
 
     check(f, (F32(1.0),))
+
+
+_K = jnp.asarray(2.7, jnp.float32)
+
+
+def sum_of_truncations(x):
+    p = 0
+    for i in range(20):
+        p = p + int(_K * i)
+        x = x + 1.0
+    return p, x
+
+
+def test_a_python_int_summed_from_truncated_floats_is_pythons():
+    # the loop is staged as one scan, and the int it carries is worked out from
+    # intervals: a float cast to an integer is truncated, item by item
+    want = sum_of_truncations(1.0)
+    got = jax.jit(autograph.convert(sum_of_truncations))(1.0)
+    assert int(got[0]) == want[0] == sum(int(np.float32(2.7) * np.float32(i)) for i in range(20))
+    assert float(got[1]) == want[1]

@@ -4,11 +4,13 @@ is pointed at."""
 
 import functools
 import io
+import itertools
 import logging
 import os
 import subprocess
 import sys
 import traceback
+import types
 import warnings
 
 import jax
@@ -195,9 +197,14 @@ def test_user_code_a_library_calls_unconverted_gets_a_hint():
         return functools.reduce(lambda a, s: a + schedule(s), [x, x], 0.0)
 
     assert float(jax.jit(autograph.convert(total))(3.0)) == pytest.approx(0.6)
+    # handed directly (`map(schedule, ...)`), a user function goes converted; reached
+    # through an object's attribute, the library gets it as it is
+    assert float(jax.jit(autograph.convert(lambda x: functools.reduce(
+        lambda a, b: a + b, map(schedule, [x, x]))))(3.0)) == pytest.approx(0.2)
+    holder = types.SimpleNamespace(schedule=schedule)
     with pytest.raises(jax.errors.ConcretizationTypeError) as info:
         jax.jit(autograph.convert(lambda x: functools.reduce(
-            lambda a, b: a + b, map(schedule, [x, x]))))(3.0)
+            lambda a, b: a + b, itertools.starmap(holder.schedule, [(x,), (x,)]))))(3.0)
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "schedule" in notes and "ran unconverted" in notes
     assert "autograph.convert(schedule)" in notes

@@ -34,13 +34,16 @@ def gen_from(x):
 def walrus_in_while_test(x):
     while (y := x) > 0:
         x -= 1
+    else:
+        x += 0.5
     return x
 
 
 CASES = [
     (gen, "`yield`", "yield y"),
     (gen_from, "`yield`", "yield from"),
-    (walrus_in_while_test, "`:=` in a `while` condition", "while (y"),
+    (walrus_in_while_test, "`:=` in the condition of a `while` loop with an `else:`",
+     "while (y"),
 ]
 
 
@@ -84,15 +87,17 @@ def doubles_per_halving(x):
     n = 16
     while (n := n // 2) > 1:
         x = x * 2.0
+    else:
+        x = x + 0.0
     return x
 
 
 def test_a_plain_jit_program_gives_its_result_unconverted():
     # as under plain `jax.jit`, which runs the function as it is
-    with pytest.warns(UserWarning, match="`:=` in a `while` condition"):
+    with pytest.warns(UserWarning, match="`:=` in the condition of a `while` loop"):
         f = jax.jit(autograph.convert(doubles_per_halving))
     assert float(f(1.0)) == float(jax.jit(doubles_per_halving)(1.0)) == 8.0
-    with pytest.warns(UserWarning, match="`:=` in a `while` condition"):
+    with pytest.warns(UserWarning, match="`:=` in the condition of a `while` loop"):
         g = autograph.function(doubles_per_halving)
     assert float(g(jnp.float32(2.0))) == 16.0
 
@@ -102,6 +107,8 @@ def test_a_callee_runs_unconverted_with_one_warning_for_all_its_calls():
         n = 4
         while (n := n - 1) > 0:
             x = x * 2.0
+        else:
+            x = x + 0.0
         return x
 
     def caller(x):

@@ -674,12 +674,12 @@ def halvings_walrus(x):
 
 
 def test_walrus_in_while_condition():
-    # the test of a converted `while` runs in a function of its own, where
-    # `:=` would bind a local: the function runs unconverted, with a warning
-    with pytest.raises(autograph.ConversionError, match=r"`:=` in a `while` condition"):
-        autograph.convert(halvings_walrus, strict=True)
-    with pytest.warns(UserWarning, match=r"`:=` in a `while` condition"):
-        assert autograph.convert(halvings_walrus)(20.0) == halvings_walrus(20.0)
+    # the test leads the body as `if not (x := x / 2) > 1: break`, binding `x`
+    # before every iteration, the one that ends the loop too
+    converted = jax.jit(autograph.convert(halvings_walrus, strict=True))
+    for x in (1.5, 3.0, 20.0):  # 0, 1 and 4 trips
+        n, last = converted(F32(x))
+        assert (int(n), float(last)) == halvings_walrus(x)
 
 
 def tree_search_depth(x, thresholds):

@@ -93,6 +93,16 @@ def write_only_lists(node: gast.FunctionDef) -> frozenset:
         if isinstance(child, (gast.Global, gast.Nonlocal)):
             candidates -= set(child.names)
             continue
+        # bindings whose names are strings, not `Name` nodes: `import m as hist`,
+        # `def hist(): ...`, a pattern's capture (`case [*hist]:`)
+        if isinstance(child, (gast.Import, gast.ImportFrom)):
+            candidates -= {(a.asname or a.name).split(".")[0] for a in child.names}
+        elif isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            candidates.discard(child.name)
+        elif isinstance(child, (gast.MatchAs, gast.MatchStar)) and child.name:
+            candidates.discard(child.name)
+        elif isinstance(child, gast.MatchMapping) and child.rest:
+            candidates.discard(child.rest)
         inner = nested or isinstance(child, _SCOPES)
         activity.push_children(child, lambda c: stack.append((c, inner)))
     return frozenset(candidates)
