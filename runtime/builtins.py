@@ -714,16 +714,19 @@ def sorted_(iterable: Any, /, *, key: Callable | None = None, reverse: bool = Fa
             return list(iterable[order])
     items = list(iterable)
     if key is None:
-        if not any(_tuple_traced(v) for v in items):
-            items.sort(reverse=reverse)
-            return items
         keys = items
     else:
         from .calls import handed
         key = handed(key)  # a user function converted (`calls.handing_converted`)
         keys = [key(v) for v in items]
-        if not any(_tuple_traced(k) for k in keys):
+    if not any(isinstance(k, Tracer) for k in keys):
+        # Python's own sort, where it can decide: tuples whose Python parts differ
+        # never compare their traced ones
+        try:
             ranked = builtins.sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
+        except jax.errors.TracerBoolConversionError:
+            pass
+        else:
             return [items[k] for k in ranked]
     if len(items) <= 1:
         return items
@@ -742,11 +745,6 @@ def sorted_(iterable: Any, /, *, key: Callable | None = None, reverse: bool = Fa
             fix="make the key one number or a tuple of numbers, or sort the arrays with "
                 "`jnp.lexsort`")
     return _take(_stacked(items, "sorted"), _lexicographic_order(columns, len(items), reverse))
-
-
-def _tuple_traced(key) -> bool:
-    return isinstance(key, Tracer) or type(key) is tuple and any(
-        isinstance(part, Tracer) for part in key)
 
 
 def _lexicographic_order(columns, n: int, reverse) -> Any:
@@ -931,18 +929,16 @@ def filter_(function: Callable | None, iterable: Any, /) -> Any:
     from .calls import handed
     test = handed(function)
 
-    def kept():
-        for k, item in enumerate(iterable):
-            verdict = item if test is None else test(item)
-            if isinstance(verdict, Tracer):
-                raise errors.BuiltinError(
-                    "`filter` keeps the items whose test is true: a traced test leaves how "
-                    "many it keeps to the running program, and a list has its length while "
-                    "tracing",
-                    observed=f"the test of item {k} is {describe(verdict)}",
-                    fix="keep every item with a mask: `keep = jnp.array([test(x) for x in "
-                        "xs])`, then `jnp.where(keep, xs, fill)` or a sum weighted by it")
-            if verdict:
-                yield item
+    def verdict(item):
+        value = item if test is None else test(item)
+        if isinstance(value, Tracer):
+            raise errors.BuiltinError(
+                "`filter` keeps the items whose test is true: a traced test leaves how "
+                "many it keeps to the running program, and a list has its length while "
+                "tracing",
+                observed=f"the test of an item is {describe(value)}",
+                fix="keep every item with a mask: `keep = jnp.array([test(x) for x in "
+                    "xs])`, then `jnp.where(keep, xs, fill)` or a sum weighted by it")
+        return value
 
-    return kept()
+    return builtins.filter(verdict, iterable)  # Python's own: as lazy, same type

@@ -214,23 +214,33 @@ def _calls_back(f) -> bool:
     """Whether library function ``f`` gets converted user functions for its arguments."""
     if _keeps_its_functions(getattr(f, "__name__", "")):
         return False
+    try:
+        if f in _CALLING_BACK:  # `heapq.nsmallest`, a Python function of the stdlib
+            return True
+    except TypeError:  # pragma: no cover - unhashable
+        return False
     return library_module(f) in _CALLING_BACK_PACKAGES
 
 
 def _user_callable(x) -> bool:
-    """A user's function, method or ``functools.partial`` of one (decided by identity)."""
+    """A user's function, method or ``functools.partial`` of one (decided by identity),
+    carrying no attributes of its own: a library may read those (SciPy's
+    ``event.terminal``) or set them, and the converted twin has none."""
     if type(x) is functools.partial:
         return _user_callable(x.func)
     fn = x.__func__ if isinstance(x, types.MethodType) else x
     return (isinstance(fn, types.FunctionType) and library_module(fn) is None
-            and converted_of(x) is None and not marked_do_not_convert(x))
+            and not fn.__dict__ and converted_of(x) is None and not marked_do_not_convert(x))
 
 
 def handed(x):
-    """``x`` as converted code hands it to a library: a user function converted."""
-    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        items = [handed(v) for v in x]
-        return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+    """``x`` as converted code hands it to a library: a user function converted.
+
+    Only a function handed as an argument itself: functions inside a list or
+    tuple are data to the library (``functools.reduce(pick_best, [relu, tanh])``,
+    ``jax.tree_util.tree_leaves((f, g))``), which may hand them back, and they
+    must come back as themselves.
+    """
     if not _user_callable(x):
         return x
     try:
@@ -247,8 +257,8 @@ def handing_converted(f: Callable) -> Callable:
     ``jax.tree_util.tree_reduce(fn, tree)``) hands its converted twin, so the
     library's calls of it on traced values run its `if`s and loops as converted
     code does. Which arguments are user functions is decided by identity on each
-    call (lists and tuples of them included); anything else passes unchanged,
-    and so does a function that cannot be converted.
+    call (see ``handed``); anything else passes unchanged, and so does a function
+    that cannot be converted or that carries attributes of its own.
     """
     def call(*args, **kwargs):
         return f(*[handed(a) for a in args], **{k: handed(v) for k, v in kwargs.items()})

@@ -522,7 +522,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
                 plan, verdict = _proven(plan, seq, k, x, body, state, names, extra_test,
-                                        exiting=True)
+                                        exiting=True, dead=dead)
                 if plan.form is Form.UNROLLED:
                     return _unproven_for(plan, seq, k, body, state, names, extra_test,
                                          dead=dead)
@@ -536,7 +536,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 return state
         if (st_any_traced(state) or (x is not None and st_any_traced(x)) or (
                 iterations is not None and iterations.assigned_traced())) and not in_linen():
-            plan, verdict = _proven(plan, seq, k, x, body, state, names, extra_test)
+            plan, verdict = _proven(plan, seq, k, x, body, state, names, extra_test,
+                                    dead=dead)
             if plan.form is Form.UNROLLED:
                 return _unproven_for(plan, seq, k, body, state, names, extra_test, dead=dead)
             owned = attributes.owned_ids(state, (body, extra_test), names, leading=1)
@@ -606,11 +607,12 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
 
 
 def _proven(plan: Plan, seq, k: int, x, body, state, names, extra_test, *,
-            exiting: bool = False) -> tuple[Plan, invisible.Verdict]:
+            exiting: bool = False, dead: tuple = ()) -> tuple[Plan, invisible.Verdict]:
     """The plan once the proof has read the body: staged only where staging cannot
     change what the program does (see ``autograph.analysis.invisible``), and the
     verdict, whose Python numbers the staged loop must hand back as they are."""
-    verdict = invisible.prove_loop(body, extra_test, state, names, seq.element(k, x))
+    verdict = invisible.prove_loop(body, extra_test, state, names, seq.element(k, x),
+                                   dead=tuple(dead))
     why = None if verdict.proven else verdict.why
     if why is None and exiting and verdict.attributes:
         # staged from a traced exit test, nothing could undo what it sets if it then

@@ -232,6 +232,9 @@ def test_bindings_outside_the_top_level_keep_a_list_carried():
     "def f(x):\n    hist = []\n    hist.append(1)\n    import sys\n    sys._getframe()\n",
     "def f(x):\n    hist = []\n    hist.append(1)\n    del hist\n",
     "def f(x):\n    hist = []\n    import numpy as hist\n    hist.append(1)\n",
+    "def f(x):\n    hist = []\n    hist.append(1)\n    try:\n        raise KeyError\n"
+    "    except KeyError as e:\n        e.__traceback__.tb_frame\n",
+    "def f(x):\n    hist = []\n    hist.append(1)\n    import gc\n    gc.get_referrers(x)\n",
     "def f(x):\n    hist = []\n    def hist():\n        pass\n    hist.append(1)\n",
     "def f(x):\n    hist = []\n    match x:\n        case [*hist]:\n            pass\n"
     "    hist.append(1)\n",
@@ -245,3 +248,20 @@ def test_what_the_analysis_accepts():
               "    for v in x:\n        a.append(v)\n        b.extend([v])\n        c.append(v)\n"
               "    return x\n")
     assert dead_lists.write_only_lists(gast.parse(source).body[0]) == {"a", "b", "c"}
+
+
+def long_history(x):
+    hist = []
+    for i in range(300):
+        x = x * 0.5 + i
+        hist.append(x)
+    return x
+
+
+def test_a_long_static_loop_with_a_dead_list_still_stages(recwarn):
+    # the proof counts the list as the loop's own: one scan, no warning
+    jaxpr = str(jax.make_jaxpr(autograph.convert(long_history))(jnp.float32(1.0)))
+    assert "scan" in jaxpr
+    np.testing.assert_allclose(jax.jit(autograph.convert(long_history))(jnp.float32(1.0)),
+                               long_history(np.float32(1.0)), rtol=1e-5)
+    assert not [w for w in recwarn if "unrolled" in str(w.message)]

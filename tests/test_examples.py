@@ -170,12 +170,12 @@ def test_linen_model(capsys):
 @pytest.mark.long
 def test_nnx_early_stopping(capsys):
     result, out = run_main(capsys, "nnx_early_stopping",
-                           ["--epochs", "3", "--batches", "24", "--target", "0.1"])
+                           ["--epochs", "2", "--batches", "20", "--target", "0.25"])
     assert "compiled == eager" in out
     assert result["traces"] == 1
-    assert len(result["steps"]) == 3 and all(0 < s <= 24 for s in result["steps"])
+    assert len(result["steps"]) == 2 and all(0 < s <= 20 for s in result["steps"])
     assert result["optimizer_steps"] == sum(result["steps"])
-    assert "(stopped early)" in out and min(result["steps"]) < 24  # the target is reached
+    assert "(stopped early)" in out and min(result["steps"]) < 20  # the target is reached
     assert all(math.isfinite(v) for v in result["losses"])
 
 

@@ -178,5 +178,100 @@ def test_do_not_convert_and_library_functions_pass_unchanged():
     assert calls.handed(kept) is kept
     assert calls.handed(jnp.maximum) is jnp.maximum
     assert calls.handed(3.0) == 3.0
-    handed = calls.handed([pick, 1.0])
-    assert handed[1] == 1.0 and handed[0] is calls.resolve(pick)
+    assert calls.handed(pick) is calls.resolve(pick) is not pick
+    listed = [pick, 1.0]  # inside a list, data: as it is
+    assert calls.handed(listed) is listed
+
+
+# -- what the library must get or give back as it is
+
+def relu(v):
+    return max(v, 0.0)
+
+
+def negate(v):
+    return -v
+
+
+ACTIVATIONS = {relu: 1.0, negate: 2.0}
+
+
+def functions_as_data(x):
+    best = functools.reduce(lambda a, b: a if a(3.0) > b(3.0) else b, [relu, negate])
+    leaves = jax.tree_util.tree_leaves((relu, negate))
+    table = np.array([relu, negate], dtype=object)
+    return x * ACTIVATIONS.get(best, 0.0) + ACTIVATIONS.get(leaves[0], 0.0) + 10 * (
+        table[0] is relu)
+
+
+def test_functions_inside_arguments_come_back_as_themselves():
+    # in a list or a tuple, functions are the library's data: handed as they are
+    assert float(jax.jit(autograph.convert(functions_as_data))(1.0)) == \
+        functions_as_data(1.0) == 12.0
+
+
+def _falling(t, y):
+    return [y[1], -9.81]
+
+
+def _hits_the_ground(t, y):
+    return y[0]
+
+
+_hits_the_ground.terminal = True  # read by SciPy off the function itself
+_hits_the_ground.direction = -1
+
+
+def time_of_impact(x):
+    import scipy.integrate
+    solution = scipy.integrate.solve_ivp(_falling, (0.0, 10.0), [10.0, 0.0],
+                                         events=_hits_the_ground)
+    return x * solution.t[-1]
+
+
+def test_a_function_with_attributes_of_its_own_is_handed_as_it_is():
+    np.testing.assert_allclose(jax.jit(autograph.convert(time_of_impact))(1.0),
+                               time_of_impact(1.0), rtol=1e-6)
+    assert calls.handed(_hits_the_ground) is _hits_the_ground
+
+
+def filter_that_stops(xs):
+    keep = iter([True, False, True])  # shorter than xs: StopIteration ends the filter
+    return list(filter(lambda v: next(keep), xs))
+
+
+def test_filter_is_pythons_own_filter():
+    assert autograph.convert(filter_that_stops)([1, 2, 3, 4]) == [1, 3]
+    assert type(calls.resolve(filter)(None, [1])) is filter
+
+
+class _Task:
+    def __init__(self, name, priority):
+        self.name, self.priority = name, priority
+
+
+def first_by_priority(x):
+    tasks = [_Task("a", 2), _Task("b", 1)]
+    return x * sorted(tasks, key=lambda t: (t.priority, x))[0].priority
+
+
+def order_as_shape(x):
+    order = sorted([2, 0, 1], key=lambda i: (i, x))
+    return jnp.zeros(order[-1] + 1).sum() + x
+
+
+def test_sorted_lets_python_decide_where_the_python_parts_of_tuples_differ():
+    assert float(jax.jit(autograph.convert(first_by_priority))(1.0)) == first_by_priority(1.0)
+    assert float(jax.jit(autograph.convert(order_as_shape))(1.0)) == order_as_shape(1.0)
+
+
+def smallest_magnitudes(xs):
+    import heapq
+    return heapq.nsmallest(2, xs, key=magnitude)
+
+
+def test_heapq_gets_converted_keys():
+    import heapq
+    assert calls.resolve(heapq.nsmallest) is not heapq.nsmallest
+    for xs in ([3.0, -1.0, 2.0], [-5.0, 0.5, 1.0]):
+        assert autograph.convert(smallest_magnitudes)(xs) == smallest_magnitudes(xs)

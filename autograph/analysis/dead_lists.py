@@ -13,7 +13,8 @@ Nothing can observe ``hist``: it is made by a list display in the function,
 every read of the name is the receiver of ``.append(...)`` or ``.extend(...)``
 as a statement of its own, no other function (nested function, lambda,
 comprehension, class body) mentions it, and the function does not reach its
-frame (``locals()``, ``vars()``, ``eval``, ``exec``, ``sys._getframe``). Lowered blocks need not
+frame (``locals()``, ``vars()``, ``eval``, ``exec``, ``sys._getframe``, a
+traceback's ``tb_frame``, ``gc.get_referrers``, ...). Lowered blocks need not
 carry such a list: a staged loop would otherwise have to carry a list that
 grows, which cannot be staged, while the list is dead whatever it holds. The
 appends still run (their arguments are evaluated as before); staged, they add
@@ -34,7 +35,13 @@ from autograph.analysis import activity
 _APPENDS = frozenset({"append", "extend"})
 # calls that can reach the function's frame, and so any local
 _FRAME_READERS = frozenset({"locals", "vars", "eval", "exec"})
-_FRAME_ATTRIBUTES = frozenset({"_getframe", "currentframe", "stack", "f_locals", "f_back"})
+# names that reach frames, or the objects that refer to a value: as an attribute
+# (`sys._getframe`, `e.__traceback__.tb_frame`), a name or a keyword argument
+_FRAME_ATTRIBUTES = frozenset({
+    "_getframe", "currentframe", "stack", "trace", "f_locals", "f_back", "tb_frame",
+    "gi_frame", "cr_frame", "ag_frame", "getargvalues", "getouterframes", "getinnerframes",
+    "walk_tb", "walk_stack", "capture_locals", "get_referrers", "settrace", "setprofile",
+    "exc_info", "exception"})
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
            gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 
@@ -85,10 +92,11 @@ def write_only_lists(node: gast.FunctionDef) -> frozenset:
         if isinstance(child, gast.Name):
             if child.id in candidates and (nested or id(child) not in allowed):
                 candidates.discard(child.id)
-            elif child.id in _FRAME_READERS:
+            elif child.id in _FRAME_READERS or child.id in _FRAME_ATTRIBUTES:
                 return frozenset()
             continue
-        if isinstance(child, gast.Attribute) and child.attr in _FRAME_ATTRIBUTES:
+        if (isinstance(child, gast.Attribute) and child.attr in _FRAME_ATTRIBUTES
+                or isinstance(child, gast.keyword) and child.arg in _FRAME_ATTRIBUTES):
             return frozenset()
         if isinstance(child, (gast.Global, gast.Nonlocal)):
             candidates -= set(child.names)

@@ -1569,8 +1569,24 @@ def _location(body: _Body, node) -> errors.Location | None:
     return errors.Location(body.filename, lineno)
 
 
+def _dead_lists(fn, dead) -> frozenset:
+    """The ids of the lists ``fn``'s closure holds under the names in ``dead``."""
+    found = set()
+    code = getattr(fn, "__code__", None)
+    for name, cell in zip(getattr(code, "co_freevars", ()), getattr(fn, "__closure__", None)
+                          or ()):
+        if name in dead:
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if type(value) is list:
+                found.add(id(value))
+    return frozenset(found)
+
+
 def prove_loop(body_fn: Callable, extra_test: Callable | None, state, names, item,
-               *, limits: Limits = Limits()) -> Verdict:
+               *, limits: Limits = Limits(), dead: tuple = ()) -> Verdict:
     """Whether staging a static loop's remaining iterations leaves the program as is.
 
     Args:
@@ -1580,6 +1596,8 @@ def prove_loop(body_fn: Callable, extra_test: Callable | None, state, names, ite
       names: the loop's variables.
       item: the loop's item at the first iteration that would stage.
       limits: how far the proof looks.
+      dead: lists the function only appends to and never reads (the body's
+        closure holds them under these names): the loop's own, as what it carries.
 
     Returns:
       The verdict; not proven where the body's source is not available.
@@ -1589,7 +1607,8 @@ def prove_loop(body_fn: Callable, extra_test: Callable | None, state, names, ite
     if node is None or code is None:
         return Verdict(False, "the source of the loop body is not available")
     budget = _Budget(limits)
-    owned = frozenset(id(v) for v in state if type(v) in (list, dict))
+    owned = frozenset(id(v) for v in state if type(v) in (list, dict)) | _dead_lists(
+        body_fn, dead)
     body = _Body(Scope(body_fn, carried=frozenset(names), owned=owned), budget, 0,
                  code.co_filename, generated=True)
     params = _params(node.args)
