@@ -607,7 +607,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
 
 
 def _proven(plan: Plan, seq, k: int, x, body, state, names, extra_test, *,
-            exiting: bool = False, dead: tuple = ()) -> tuple[Plan, invisible.Verdict]:
+            exiting: bool = False, dead: Sequence[str] = ()) -> tuple[Plan, invisible.Verdict]:
     """The plan once the proof has read the body: staged only where staging cannot
     change what the program does (see ``autograph.analysis.invisible``), and the
     verdict, whose Python numbers the staged loop must hand back as they are."""
