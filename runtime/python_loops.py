@@ -5,6 +5,7 @@ static loops whose index or numbers must keep Python's meaning (``runtime.loop_p
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any, Sequence
 
 import jax
@@ -32,8 +33,12 @@ _NEEDS_PYTHON_INDEX = (jax.errors.ConcretizationTypeError, jax.errors.TracerInte
 INDEX_MAY_CAUSE = (errors.LoopStateError, errors.BranchError, errors.ConditionError)
 
 # Loops over a static range that run as Python because of their index (see
-# ``python_index``), with why: ``explain`` and the tests read them.
+# ``python_index``), with why: the tests read them; the first 64 are kept, and the
+# warning is given once per place (``_warned``). Written under ``_noting``: loops
+# run in many threads at once.
 python_loops: list[tuple[Any, str, int]] = []
+_warned: set = set()
+_noting = threading.Lock()
 
 
 def note_python_loop(why: str, trips: int, *, proof: bool = False) -> None:
@@ -41,10 +46,13 @@ def note_python_loop(why: str, trips: int, *, proof: bool = False) -> None:
     whose trip count makes unrolling costly also warns, once per place."""
     loc = errors.current_location()
     entry = (loc, why, trips)
-    if entry in python_loops:
-        return
-    if len(python_loops) < 64:
-        python_loops.append(entry)
+    with _noting:
+        if entry not in python_loops and len(python_loops) < 64:
+            python_loops.append(entry)
+        if entry in _warned:
+            return
+        if len(_warned) < 4096:
+            _warned.add(entry)
     if trips > WARN_TRIPS:
         where = f"{loc.short}: " if loc is not None else ""
         if proof:
