@@ -53,7 +53,7 @@ import jax
 from autograph import errors, jax_internals
 
 from . import index_meaning, libraries, transforms
-from .values import is_staging
+from .values import any_traced, is_staging
 
 # Top-level packages whose functions are never converted.
 SKIP_PACKAGES = frozenset({
@@ -341,8 +341,9 @@ def converted_call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return f(*args, **kwargs)
 
     What runs in place of ``f`` is chosen by its type (the module docstring's
-    table). Inside a staged branch or loop body, a function may be active in
-    its own staged code at most ``RECURSION_LIMIT`` levels deep.
+    table). Inside a staged branch or loop body, a function called with traced
+    arguments may be active in its own staged code at most ``RECURSION_LIMIT``
+    levels deep.
 
     Args:
       f: the callee.
@@ -360,6 +361,10 @@ def converted_call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if not is_staging():
         return target(*args, **kwargs)
     index_meaning.check_call(target, args, kwargs)
+    if not any_traced((args, kwargs)):
+        # its stopping condition reads Python values: a recursion (`fact(n - 1)`)
+        # stops as in Python, whatever staged branch it runs in
+        return target(*args, **kwargs)
     depths = getattr(_active, "depths", None)
     if depths is None:
         depths = _active.depths = {}

@@ -918,3 +918,23 @@ def test_a_python_int_summed_from_truncated_floats_is_pythons():
     got = jax.jit(autograph.convert(sum_of_truncations))(1.0)
     assert int(got[0]) == want[0] == sum(int(np.float32(2.7) * np.float32(i)) for i in range(20))
     assert float(got[1]) == want[1]
+
+
+def _factorial(n):
+    return 1 if n <= 1 else n * _factorial(n - 1)
+
+
+def python_recursion_in_a_staged_branch(x):
+    if x > 0:
+        y = x * (_factorial(30) / _factorial(29))
+    else:
+        y = x
+    return y
+
+
+def test_a_recursion_on_python_values_in_a_staged_branch_runs_as_python():
+    # 30 levels deep, past the limit for recursions on traced values: its stopping
+    # condition reads Python ints, and it stops as in Python
+    for x in (1.0, -1.0):
+        assert float(jax.jit(autograph.convert(python_recursion_in_a_staged_branch))(x)) == \
+            python_recursion_in_a_staged_branch(x)
