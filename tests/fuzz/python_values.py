@@ -13,7 +13,7 @@ constructs tell the two apart (``grammar.Generator`` draws them as its
   0.0)``, ``key in D``) or an attribute name of the class ``P`` (``getattr(P,
   key, 0.0)``), ``isinstance(i, int)``, and integer arithmetic at the edges
   (``i ** 9``, ``2 ** -i``, ``1 << i``, ``c // (i - m)`` and ``c % (i - m)``
-  whose divisor may be zero);
+  whose divisor may be zero, ``int(jnp.float32(2.7) * i)``, a float truncated);
 * ``narrow``: ``q``, started from a Python number that may not fit
   (``q = 1000``) and assigned ``jnp.int8``, ``jnp.uint8`` or ``jnp.float16``
   values;
@@ -341,7 +341,10 @@ class PythonValues:
         if kind == "int":
             target = ch.pick(["k", "j"])
             rhs = ch.pick([f"{ch.pick(['7', '-7', '100'])} // {self._divisor(i, lo, hi)}",
-                           f"{small} ** {ch.integer(2, 9)}", f"1 << {small}"])
+                           f"{small} ** {ch.integer(2, 9)}", f"1 << {small}",
+                           # a float made an int: truncated toward zero, as Python's `int`
+                           f"int(jnp.float32({ch.pick(['2.7', '-1.3', '0.45'])}) * {small})"],
+                          [1, 1, 1, 0.8])
             env.assign(target)
             return [f"{target} = ({rhs}) % 5"]
         test = ch.pick([f"isinstance({i}, int)", f"{self._key(i)} in D",
