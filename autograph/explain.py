@@ -368,9 +368,7 @@ class _Describer:
         return "added by the jump lowering"
 
     def _dead(self, node, block: Block) -> None:
-        if self._write_only:
-            block.dead = tuple(sorted({n.id for n in gast.walk(node) if isinstance(n, gast.Name)
-                                       and n.id in self._write_only}))
+        block.dead = dead_lists.appended_in(node, self._write_only)  # as `with_dead_lists`
 
     def _if(self, node: gast.If, block: Block, locals_) -> None:
         self._dead(node, block)

@@ -76,14 +76,10 @@ class FunctionScopes(Converter):
         lowered ``block``): the lists the function only appends to that the block
         appends to. The block does not carry them; the runtime's watch of what a
         staged block changes outside its state lets their growth pass."""
-        dead = self._write_only[-1]
-        if dead:
-            used = sorted({n.id for n in gast.walk(block)
-                           if isinstance(n, gast.Name) and n.id in dead})
-            call = stmts[-1].value if stmts else None
-            if used and isinstance(call, gast.Call):
-                call.keywords.append(gast.keyword(arg="dead", value=templates.literal(
-                    tuple(used))))
+        used = dead_lists.appended_in(block, self._write_only[-1])
+        call = stmts[-1].value if stmts else None
+        if used and isinstance(call, gast.Call):
+            call.keywords.append(gast.keyword(arg="dead", value=templates.literal(used)))
         return stmts
 
     def visit_FunctionDef(self, node):

@@ -106,15 +106,12 @@ _WRAPPING = frozenset({"partial", "wraps", "update_wrapper", "lru_cache", "cache
 
 
 class _Transformer(LocalNamesTransformer):
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context, defs: frozenset = frozenset()):
         super().__init__(ctx)
         self.catching: list[bool] = [False]  # per function: inside a `try` body with handlers
-        self.defs: set[str] = set()  # the names of the functions defined in the tree
+        self.defs = defs  # the names of the functions the converted function defines
 
     def visit_FunctionDef(self, node):
-        if not self.defs:
-            self.defs = {n.name for n in gast.walk(node)
-                         if isinstance(n, gast.FunctionDef) and n is not node} | {""}
         self.catching.append(False)
         try:
             return super().visit_FunctionDef(node)
@@ -124,11 +121,10 @@ class _Transformer(LocalNamesTransformer):
     def _function_like(self, arg) -> bool:
         """Whether argument ``arg`` may be a user function: a lambda, a function the
         tree defines, a ``functools.partial(...)``, a name from outside the function
-        that may hold one (``Resolver.may_be_user_function``)."""
+        that may hold one (``Resolver.may_be_user_function``). Not the functions in a
+        list or tuple, which the runtime hands as they are (``calls.handed``)."""
         if isinstance(arg, gast.Lambda):
             return True
-        if isinstance(arg, (gast.List, gast.Tuple)):
-            return any(self._function_like(e) for e in arg.elts)
         if isinstance(arg, gast.Call):
             chain = dotted(arg.func)
             return chain is not None and chain[-1] == "partial"
@@ -204,4 +200,6 @@ class _Transformer(LocalNamesTransformer):
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    return _Transformer(ctx).visit(node)
+    defs = frozenset(n.name for n in gast.walk(node)
+                     if isinstance(n, gast.FunctionDef) and n is not node)
+    return _Transformer(ctx, defs).visit(node)

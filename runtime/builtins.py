@@ -55,6 +55,7 @@ from autograph import errors
 
 from . import host_callbacks, run_time_errors
 from . import state as st
+from .calls import handed
 from .conditions import condition
 from .values import Tracer, branch_guard, describe, is_traced, taken_when
 
@@ -519,7 +520,6 @@ def _extreme(builtin: Callable, better: Callable, args: tuple, kwargs: dict):
         return builtin(*args, **kwargs)
     key = kwargs.get("key")
     if key is not None:  # a user function converted (`calls.handing_converted`)
-        from .calls import handed
         kwargs = dict(kwargs, key=handed(key))
         key = kwargs["key"]
     if len(args) == 1:
@@ -716,7 +716,6 @@ def sorted_(iterable: Any, /, *, key: Callable | None = None, reverse: bool = Fa
     if key is None:
         keys = items
     else:
-        from .calls import handed
         key = handed(key)  # a user function converted (`calls.handing_converted`)
         keys = [key(v) for v in items]
     if not any(isinstance(k, Tracer) for k in keys):
@@ -900,7 +899,6 @@ def map_(function: Callable, iterable: Any, /, *iterables: Any) -> Any:
     Returns:
       An iterator over the results.
     """
-    from .calls import handed
     return builtins.map(handed(function), iterable, *iterables)
 
 
@@ -926,7 +924,6 @@ def filter_(function: Callable | None, iterable: Any, /) -> Any:
     Raises:
       BuiltinError: an item's test is traced.
     """
-    from .calls import handed
     test = handed(function)
 
     def verdict(item):

@@ -114,3 +114,11 @@ def write_only_lists(node: gast.FunctionDef) -> frozenset:
         inner = nested or isinstance(child, _SCOPES)
         activity.push_children(child, lambda c: stack.append((c, inner)))
     return frozenset(candidates)
+
+
+def appended_in(block: gast.AST, write_only: frozenset) -> tuple[str, ...]:
+    """The lists of ``write_only`` that ``block`` names (sorted): the ones it appends to."""
+    if not write_only:
+        return ()
+    return tuple(sorted({n.id for n in gast.walk(block)
+                         if isinstance(n, gast.Name) and n.id in write_only}))
