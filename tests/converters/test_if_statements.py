@@ -928,3 +928,23 @@ def test_branches_that_compute_nothing_are_a_select():
     want = [first_above(xs, np.float32(t)) for t in (-2.0, 0.5, 2.0)]
     np.testing.assert_array_equal(got[0], [w[0] for w in want])
     np.testing.assert_array_equal(got[1], [w[1] for w in want])
+
+
+def test_golden_a_list_only_appended_to_is_no_branch_output():
+    assert_golden("""
+        def f(x):
+            hist = []
+            if x > 0:
+                hist.append(x)
+                x = x * 2
+            return x
+    """, """
+        def f(x):
+            hist = []
+            def if_true(x):
+                hist.append(x)
+                x = x * 2
+                return (x,)
+            (x,) = ag__.if_stmt(x > 0, if_true, None, (x,), names=('x',), dead=('hist',))
+            return x
+    """, passes=(if_statements,))

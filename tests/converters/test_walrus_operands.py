@@ -150,3 +150,50 @@ def test_elsewhere_it_runs_unconverted_with_a_warning():
     with pytest.warns(UserWarning, match=r"right operand of `and`/`or`.*runs unconverted|"
                                          r"runs unconverted.*right operand of `and`/`or`"):
         assert autograph.convert(in_a_call) is in_a_call
+
+
+def test_golden_walrus_in_a_while_test_leads_the_body():
+    assert_golden("""
+        def f(x):
+            while (y := x * 2) < 10:
+                x = y
+            return x, y
+    """, """
+        def f(x):
+            while True:
+                if not (y := (x * 2)) < 10:
+                    break
+                x = y
+            return (x, y)
+    """, passes=(walrus_operands,))
+
+
+def test_golden_walrus_in_a_conditional_branch_is_an_if_statement():
+    assert_golden("""
+        def f(x):
+            z = (y := x + 1) if x > 0 else (y := x - 1)
+            return z + y
+    """, """
+        def f(x):
+            if x > 0:
+                if_value = (y := (x + 1))
+            else:
+                if_value = (y := (x - 1))
+            z = if_value
+            return z + y
+    """, passes=(walrus_operands,))
+
+
+def test_golden_a_while_test_with_walrus_keeps_its_break_statement():
+    # the break pass folds a leading `if ...: break` into the loop test, but not one
+    # whose test binds a name the body reads
+    out = autograph.to_code(_halvings)
+    assert "ag__.if_stmt(ag__.not_((y := (x / 2)) > 1)" in out
+
+
+def _halvings(x):
+    n = 0
+    while (y := x / 2) > 1:
+        x = y
+        n += 1
+    return n
