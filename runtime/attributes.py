@@ -46,12 +46,29 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 
 from autograph import errors
 
+from . import jaxprs
 from .outside import user_class, user_function
-from .state import MISSING, attribute_values, delete_attribute, restore_attributes, set_attribute
-from .values import MaybeUndefined, Undefined, any_traced, is_array, is_undefined
+from .state import (
+    MISSING,
+    attribute_values,
+    delete_attribute,
+    restore_attributes,
+    same_static,
+    set_attribute,
+)
+from .values import (
+    MaybeUndefined,
+    Undefined,
+    any_traced,
+    describe,
+    fail_at_run_time,
+    is_array,
+    is_undefined,
+)
 
 # how far the walk for objects goes: objects and items looked at, attribute depth
 _LOOK_LIMIT = 2000
@@ -252,6 +269,10 @@ def carrying(attrs: Attributes | None, attempt: Callable[..., tuple], values, na
             out = attempt(attrs.wrap, attrs.inputs(values, names), names + attrs.labels())
         except _Retrace:
             continue
+        except errors.LoopStateError as e:
+            if attrs.first_written(e):  # another type before the loop: carry the body's
+                continue
+            raise
         return attrs.finish(out)
     raise attrs.error("a staged block must assign the same attributes each time it is traced",
                       f"tracing the {attrs.construct} {_ATTEMPTS} times found new attributes "
@@ -276,6 +297,11 @@ class Attributes:
         self.construct = construct
         self.carried: list[tuple[_Owned, str]] = []
         self.same: list[Any] = []  # objects handed through as themselves (as `_Same(k)`)
+        # attributes a loop's body assigns before reading (see `_prove`): carried with
+        # the type the body gives them, `pending` until the first traced call proves it
+        self.fresh: set[str] = set()
+        self.pending: dict[str, BaseException] = {}
+        self.refused: set[str] = set()
 
     def ids(self) -> frozenset:
         """The ids of the objects watched (see ``OuterState``'s ``owned``)."""
@@ -297,8 +323,8 @@ class Attributes:
         if len(given) < self.n:
             given += tuple(Undefined(names[j] if j < len(names) else f"output {j}")
                            for j in range(len(given), self.n))
-        start = tuple(o.start[a] if a in o.start else Undefined(f"{o.label}.{a}")
-                      for o, a in self.carried)
+        start = tuple(o.start[a] if a in o.start and not self._first_written(o, a)
+                      else Undefined(f"{o.label}.{a}") for o, a in self.carried)
         return given[:self.n] + start + given[self.n:]
 
     def finish(self, out) -> tuple:
@@ -306,6 +332,10 @@ class Attributes:
         objects handed through as themselves in place of their stand-ins."""
         n = self.n
         for (o, a), v in zip(self.carried, out[n:]):
+            if isinstance(v, MaybeUndefined) and f"{o.label}.{a}" in self.fresh:
+                # assigned by every iteration that ran: the loop must have run one
+                fail_at_run_time(v.defined, self._unassigned(o, a, v.value))
+                v = v.value
             if is_undefined(v) or isinstance(v, MaybeUndefined):
                 raise self.error(f"an attribute assigned in a staged {self.construct} must be "
                                  f"set on every path through it",
@@ -331,35 +361,148 @@ class Attributes:
         a loop's item, come first) and, with ``returns_state``, returning them after
         its outputs; ``fn=None`` (an `if` without `else`) hands its inputs on."""
         carried = tuple(self.carried)
-        n, k = self.n, len(carried)
 
         def run(*args):
             lead, rest = args[:leading], args[leading:]
-            g = min(n, self.given)  # outputs the block's functions take as inputs
-            user = [self._object(v) for v in rest[:g] + rest[n + k:]]
-            saved = [attribute_values(o.obj) for o in self.owned]
-            try:
-                for (o, a), v in zip(carried, rest[n:n + k]):
-                    if is_undefined(v):
-                        delete_attribute(o.obj, a)
-                    else:
-                        set_attribute(o.obj, a, v)
-                copies = self._copies(user)
-                entry = [attribute_values(o.obj) for o in self.owned]
-                out = (tuple(self._object(v) for v in rest[:n]) if fn is None
-                       else fn(*lead, *user))
-                if returns_state:
-                    out = tuple(out)
-                self._check(entry, carried, copies, user, out if returns_state else None)
-                if not returns_state:
-                    return out
-                return (tuple(self._token(v) for v in out)
-                        + tuple(_current(o, a) for o, a in carried))
-            finally:
-                for o, before in zip(self.owned, saved):
-                    restore_attributes(o.obj, before or {})
+            if self.pending and returns_state and fn is not None:  # a loop's body
+                self._prove(fn, lead, rest, carried)
+            return self._call(fn, lead, rest, carried, returns_state, check=True)
 
         return run
+
+    def _call(self, fn, lead, rest, carried, returns_state: bool, *, check: bool):
+        """One call of a block's function ``fn`` with the carried attributes of ``rest``
+        set on their objects (and the objects restored after); with ``check``, what it
+        assigns that is not carried yet stops the trace (``_check``)."""
+        n, k = self.n, len(carried)
+        g = min(n, self.given)  # outputs the block's functions take as inputs
+        user = [self._object(v) for v in rest[:g] + rest[n + k:]]
+        saved = [attribute_values(o.obj) for o in self.owned]
+        maybe: dict[int, MaybeUndefined] = {}
+        try:
+            for j, ((o, a), v) in enumerate(zip(carried, rest[n:n + k])):
+                if is_undefined(v):
+                    delete_attribute(o.obj, a)
+                elif isinstance(v, MaybeUndefined):  # see `_prove`: the body does not read it
+                    maybe[j] = v
+                    set_attribute(o.obj, a, v.value)
+                else:
+                    set_attribute(o.obj, a, v)
+            copies = self._copies(user)
+            entry = [attribute_values(o.obj) for o in self.owned]
+            out = (tuple(self._object(v) for v in rest[:n]) if fn is None
+                   else fn(*lead, *user))
+            if returns_state:
+                out = tuple(out)
+            if check:
+                self._check(entry, carried, copies, user, out if returns_state else None)
+            if not returns_state:
+                return out
+            now = [_current(o, a) for o, a in carried]
+            now = [maybe[j] if j in maybe and v is maybe[j].value else v
+                   for j, v in enumerate(now)]
+            return tuple(self._token(v) for v in out) + tuple(now)
+        finally:
+            for o, before in zip(self.owned, saved):
+                restore_attributes(o.obj, before or {})
+
+    # -- attributes a loop assigns first ------------------------------------------
+
+    def _first_written(self, o: _Owned, a: str) -> bool:
+        label = f"{o.label}.{a}"
+        return label in self.fresh or label in self.pending
+
+    def first_written(self, error: BaseException) -> bool:
+        """Whether the refusal ``error`` of a carried attribute may be lifted: it names
+        an attribute not tried yet, which the next attempt carries as first assigned
+        in the body (see ``_prove``)."""
+        label = getattr(error, "variable", None)
+        if (self.construct == "`if`" or label not in self.labels() or label in self.fresh
+                or label in self.refused or label in self.pending):
+            return False
+        self.pending[label] = error
+        return True
+
+    def _prove(self, fn, lead, rest, carried) -> None:
+        """Proves that the loop body ``fn`` does not read the attributes ``pending``
+        before assigning them, or raises the refusal each was pending on.
+
+        An attribute a loop body assigns can have another type before the loop (``foo.b =
+        0``, then ``foo.b = jnp.zeros(3)`` in the body) or none at all; staged, it is
+        carried with the type the body gives it. That hands the first iteration a
+        placeholder instead of what the attribute held, so the body must not read
+        it: traced with the attribute as it was before the loop (or absent) and
+        traced with an input of the body's type in its place, the body must compute
+        the same program, and that program must not read the input. A read that
+        leaves no trace in the program (``type(foo.b)``, ``getattr(foo, "b", 1)``,
+        ``hasattr``) makes the two traces differ.
+        """
+        labels = [f"{o.label}.{a}" for o, a in carried]
+        for label, error in list(self.pending.items()):
+            del self.pending[label]
+            j = labels.index(label) if label in labels else None
+            if j is None or not self._independent(fn, lead, rest, carried, j):
+                self.refused.add(label)
+                raise error.with_traceback(None)
+            self.fresh.add(label)
+
+    def _independent(self, fn, lead, rest, carried, j: int) -> bool:
+        """Whether ``fn``'s outputs do not depend on carried attribute ``j`` (see ``_prove``)."""
+        slot = self.n + j
+        o, a = carried[j]
+        before = o.start[a] if a in o.start else Undefined(f"{o.label}.{a}")
+        leaves, tree = jax.tree_util.tree_flatten((tuple(lead), tuple(rest)))
+        where = [i for i, x in enumerate(leaves) if is_array(x)]
+        shapes = [jax.ShapeDtypeStruct(np.shape(leaves[i]), jax.typeof(leaves[i]).dtype,
+                                       weak_type=jax.typeof(leaves[i]).weak_type)
+                  for i in where]
+        found: list = []
+
+        def traced(arrays, placeholder):
+            flat = list(leaves)
+            for i, x in zip(where, arrays):
+                flat[i] = x
+            lead2, rest2 = jax.tree_util.tree_unflatten(tree, flat)
+            rest2 = list(rest2)
+            rest2[slot] = before if placeholder is None else placeholder
+            out = self._call(fn, lead2, rest2, carried, True, check=False)
+            out_leaves, out_tree = jax.tree_util.tree_flatten(out)
+            found.append((out_tree, [None if is_array(x) else x for x in out_leaves], out[slot]))
+            return [x for x in out_leaves if is_array(x)]
+
+        try:
+            first = jaxprs.make_jaxpr(lambda arrays: traced(arrays, None), shapes)
+            assigned = jax.tree_util.tree_leaves(found[-1][2])
+            if not assigned or not all(is_array(x) for x in assigned):
+                return False
+            typed = jax.tree_util.tree_map(
+                lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.typeof(x).dtype,
+                                               weak_type=jax.typeof(x).weak_type), found[-1][2])
+            second = jaxprs.make_jaxpr(traced, shapes, typed)
+        except Exception:  # noqa: BLE001 - a body that fails on either input reads it
+            return False
+        (tree1, static1, _), (tree2, static2, _) = found[-2:]
+        given = range(len(shapes), len(shapes) + len(jax.tree_util.tree_leaves(typed)))
+        return (tree1 == tree2 and len(static1) == len(static2)
+                and all(same_static(x, y) for x, y in zip(static1, static2))
+                and jaxprs.unused_inputs(second, given)
+                and jaxprs.same_program(first, jaxprs.without_inputs(second, given)))
+
+    def _unassigned(self, o: _Owned, a: str, value) -> BaseException:
+        """The error for a loop that ended before assigning ``o``'s attribute ``a``."""
+        label = f"{o.label}.{a}"
+        if a in o.start:
+            held = (f"Python would keep the value it had before the loop, "
+                    f"{describe(o.start[a])}, which the staged loop cannot hand back beside "
+                    f"the {describe(value)} its body assigns")
+        else:
+            held = f"`{label}` did not exist before the loop"
+        return self.error(f"an attribute a staged {self.construct} assigns first must be "
+                          f"assigned by an iteration",
+                          f"the loop ended before assigning `{label}` (it ran zero times, or "
+                          f"left before the assignment); {held}", label,
+                          f"set `{label}` before the loop to a value of the type the loop "
+                          f"gives it (e.g. `{label} = jnp.zeros(...)`)")
 
     def _copies(self, user) -> list[tuple[int, Any]]:
         """``(position, attributes)`` of the inputs that are a rebuilt copy of an object
@@ -430,13 +573,16 @@ class Attributes:
                              f"{self.construct}",
                              f"`del {label}` runs in the {self.construct}, whose Python runs "
                              f"once while tracing", label, f"set `{label}` to a value instead")
-        if key not in o.start and self.construct != "`if`":
-            raise self.error(f"an attribute first assigned inside a staged {self.construct} "
+        if key not in o.start and self.construct != "`if`" and label not in self.fresh:
+            error = self.error(f"an attribute first assigned inside a staged {self.construct} "
                              f"must be set before it",
                              f"`{label}` does not exist before the loop and is assigned in its "
                              f"body; staged, it would have no value before the first iteration",
                              label, f"set `{label}` before the loop (e.g. `{label} = "
                                     f"jnp.zeros(...)`)")
+            if label in self.refused or label in self.pending:
+                raise error
+            self.pending[label] = error  # carried, if the next trace proves it (`_prove`)
 
     def _refuse_replaced(self, user, out) -> None:
         """An object handed through as itself must come out as itself where it went in."""

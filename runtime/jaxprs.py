@@ -20,10 +20,12 @@ from typing import Callable
 
 import jax
 import jax.extend.core as jax_core
+import numpy as np
 
 from autograph import jax_internals
 
-__all__ = ["make_jaxpr", "make_jaxpr_and_tree", "trace_loop", "without_consts"]
+__all__ = ["make_jaxpr", "make_jaxpr_and_tree", "same_program", "trace_loop", "unused_inputs",
+           "without_consts", "without_inputs"]
 
 
 def make_jaxpr(fn: Callable, *args) -> jax_core.ClosedJaxpr:
@@ -81,3 +83,62 @@ def without_consts(closed: jax_core.ClosedJaxpr) -> jax_core.ClosedJaxpr:
     jaxpr = closed.jaxpr
     opened = jaxpr.replace(constvars=[], invars=list(jaxpr.constvars) + list(jaxpr.invars))
     return jax_core.ClosedJaxpr(opened, [])
+
+
+def unused_inputs(closed: jax_core.ClosedJaxpr, positions) -> bool:
+    """Whether no equation and no output of ``closed`` reads its inputs at ``positions``."""
+    jaxpr = closed.jaxpr
+    wanted = {id(jaxpr.invars[i]) for i in positions}
+    for eqn in jaxpr.eqns:
+        if any(id(v) in wanted for v in eqn.invars):
+            return False
+    return not any(id(v) in wanted for v in jaxpr.outvars)
+
+
+def without_inputs(closed: jax_core.ClosedJaxpr, positions) -> jax_core.ClosedJaxpr:
+    """``closed`` without its inputs at ``positions`` (see :func:`unused_inputs`)."""
+    jaxpr = closed.jaxpr
+    dropped = set(positions)
+    kept = [v for i, v in enumerate(jaxpr.invars) if i not in dropped]
+    return jax_core.ClosedJaxpr(jaxpr.replace(invars=kept), closed.consts)
+
+
+def same_program(a: jax_core.ClosedJaxpr, b: jax_core.ClosedJaxpr) -> bool:
+    """Whether two traces computed the same program: the same equations, printed, and
+    the same constants (a tracer of an enclosing trace by identity, a concrete array by
+    dtype and bits), in their nested jaxprs too.
+
+    Printing shows a constant's type, not its value: two traces that close over
+    different arrays of one type print alike, so the values are compared here."""
+    if str(a.jaxpr) != str(b.jaxpr):
+        return False
+    ca, cb = _all_consts(a), _all_consts(b)
+    return len(ca) == len(cb) and all(_same_const(x, y) for x, y in zip(ca, cb))
+
+
+def _all_consts(closed) -> list:
+    out = list(closed.consts)
+    todo = list(closed.jaxpr.eqns)
+    while todo:
+        eqn = todo.pop(0)
+        for param in eqn.params.values():
+            for p in (param if isinstance(param, (tuple, list)) else (param,)):
+                if isinstance(p, jax_core.ClosedJaxpr):
+                    out.extend(p.consts)
+                    todo.extend(p.jaxpr.eqns)
+                elif isinstance(p, jax_core.Jaxpr):
+                    todo.extend(p.eqns)
+    return out
+
+
+def _same_const(x, y) -> bool:
+    if x is y:
+        return True
+    if isinstance(x, jax.core.Tracer) or isinstance(y, jax.core.Tracer):
+        return False
+    try:
+        xa, ya = np.asarray(x), np.asarray(y)
+    except Exception:  # noqa: BLE001 - a constant that is not an array: only itself
+        return False
+    return (xa.dtype == ya.dtype and xa.shape == ya.shape
+            and xa.tobytes() == ya.tobytes())

@@ -339,16 +339,28 @@ def test_attribute_set_on_one_branch_only_is_refused():
     _refused(autograph.BranchError, lambda: _jit(f)(1.0), f, "if x > 0:", "b.v")
 
 
-def test_attribute_first_assigned_in_a_staged_loop_is_refused():
+def test_attribute_first_assigned_in_a_staged_loop_is_carried():
+    # assigned before it is read, `b.last` is carried with the body's type (see
+    # tests/test_attributes_first_assigned.py); one that the body reads first is refused
     def f(x):
         b = Box()
         b.n = 0.0
         while b.n < x:
             b.n += 1.0
             b.last = b.n
+        return b.n, b.last
+
+    def reads_first(x):
+        b = Box()
+        b.n = 0.0
+        while b.n < x:
+            b.n += 1.0
+            b.last = getattr(b, "last", 0.0) + b.n
         return b.n
 
-    e = _refused(autograph.LoopStateError, lambda: _jit(f)(3.0), f, "while b.n < x:", "b.last")
+    assert tuple(map(float, _jit(f)(3.0))) == f(3.0) == (3.0, 3.0)
+    e = _refused(autograph.LoopStateError, lambda: _jit(reads_first)(3.0), reads_first,
+                 "while b.n < x:", "b.last")
     assert "before the loop" in str(e)
 
 
@@ -370,7 +382,7 @@ def test_shape_and_dtype_changes_name_the_attribute():
     def grows(x):
         a = Acc(jnp.zeros(2))
         while x > 0:
-            a.total = jnp.zeros(3)
+            a.total = jnp.zeros(3) + a.total.sum()  # read: carried with its type
             x = x - 1
         return x
 

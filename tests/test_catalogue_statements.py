@@ -181,6 +181,23 @@ def test_assign_attribute_created_in_traced_if():
     assert "variable: b.v" in str(e)
 
 
+def assign_attribute_first_in_staged_loop(x):
+    b = Box()
+    b.v = 0
+    while x < 4.0:
+        b.v = jnp.zeros(3) + x
+        x = x + 1.5
+    return b.v
+
+
+def test_assign_attribute_first_in_staged_loop():
+    _both(assign_attribute_first_in_staged_loop, (0.0,), (2.0,))
+    assert assign_attribute_first_in_staged_loop(5.0) == 0  # zero trips: fails when run
+    with pytest.raises(Exception, match="b.v"):
+        jax.block_until_ready(jax.jit(autograph.convert(assign_attribute_first_in_staged_loop))(
+            jnp.float32(5.0)))
+
+
 # ===========================================================================
 # Statements: if, while, for, jumps
 
