@@ -43,7 +43,10 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
 
 * an object ``o = State(x)`` of a module-level class, whose attributes
   ``o.t`` (a float) and ``o.m`` (an int counter) are assigned, updated,
-  read and set by its method ``o.bump(...)`` in any block; both are returned.
+  read and set by its method ``o.bump(...)`` in any block, and ``o.w``, the
+  int 0 until a block assigns it a float32[2] (``o.w = jnp.stack([...])``, a
+  loop carrying it with the body's type where the body assigns it before
+  reading it); all three are returned.
 
 The plain-Python run of the module (decorators included) is the meaning of
 the program. It is always well defined: vector conditions are
@@ -504,7 +507,7 @@ class Generator:
         if "i" in self.ret_kind:
             parts.append(self.iexpr(env, 1))
         if self.attrs:
-            parts.append("o.t, o.m")
+            parts.append("o.t, o.m, jnp.sum(o.w)")
         if self.pv.enabled:
             parts.append(EXTRAS)   # the values of `python` statements, filled in at the end
         return ", ".join(parts)
@@ -628,7 +631,14 @@ class Generator:
     def attr_stmt(self, env: Env) -> list[str]:
         """An assignment, update or read of the attributes of ``o``."""
         ch = self.ch
-        form = ch.pick(["set", "aug", "count", "method", "read"], [2, 3, 1, 1.5, 2])
+        form = ch.pick(["set", "aug", "count", "method", "read", "fresh", "read_fresh"],
+                       [2, 3, 1, 1.5, 2, 0 if self.legacy else 1.2, 0 if self.legacy else 0.6])
+        if form == "fresh":  # an int before: a loop assigning it first carries the array
+            return [f"o.w = jnp.stack([{self.fexpr(env, 1)}, {self.fexpr(env, 1)}])"]
+        if form == "read_fresh":
+            target = ch.pick(["a", "b", "c"])
+            env.assign(target)
+            return [f"{target} = jnp.sum(o.w) * {self.fbounded(env, 0)}"]
         if form == "set":
             return [f"o.t = {self.fexpr(env, ch.integer(1, 2))}"]
         if form == "aug":
@@ -851,7 +861,8 @@ class Generator:
         return Program(src.replace(f", {EXTRAS}", extras), maybe_reads=self.maybe_reads)
 
 
-_STATE = ("class State:\n    def __init__(self, t):\n        self.t = t\n        self.m = 0\n\n"
+_STATE = ("class State:\n    def __init__(self, t):\n        self.t = t\n        self.m = 0\n"
+          "        self.w = 0\n\n"
           "    def bump(self, y):\n        self.t = self.t + y\n        self.m += 1\n\n\n")
 
 
