@@ -33,6 +33,8 @@ from typing import Any
 
 import gast
 
+from autograph.analysis.activity import walk
+
 
 class Directive(enum.Enum):
     """A directive, by the public name of its object."""
@@ -135,7 +137,7 @@ class Resolver:
         self._imports = dict(imports or {})
         self._local_imports: dict[str, str] = {}
         self._locals: set[str] = set()
-        for node in gast.walk(tree) if tree is not None else ():
+        for node in walk(tree) if tree is not None else ():
             if isinstance(node, (gast.Import, gast.ImportFrom)):
                 self._local_imports.update(_bindings(node))
             elif isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):

@@ -9,6 +9,7 @@ from typing import Any
 import gast
 
 from autograph import analysis, anno, checks, directive_calls, tree_formats
+from autograph.analysis.activity import walk
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.converters import (
@@ -159,7 +160,7 @@ def _keep_unconverted(node: gast.FunctionDef, directives: directive_calls.Resolv
     whether there was one.
     """
     kept = False
-    for child in gast.walk(node):
+    for child in walk(node):
         if (isinstance(child, gast.FunctionDef) and child is not node and child.decorator_list
                 and any(directives.of(d) is directive_calls.Directive.DO_NOT_CONVERT
                         for d in child.decorator_list)):

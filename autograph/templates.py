@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 import gast
 
 from autograph import anno, tree_formats
+from autograph.analysis.activity import walk
 from autograph.naming import Role
 
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -61,7 +62,7 @@ def set_location(node: gast.AST, origin: gast.AST | None) -> None:
     """Gives ``node`` and its descendants without a location that of ``origin``."""
     if origin is None or getattr(origin, "lineno", None) is None:
         return
-    for child in gast.walk(node):
+    for child in walk(node):
         if getattr(child, "lineno", None) is None and "lineno" in getattr(child, "_attributes", ()):
             for field in _LOC_FIELDS:
                 setattr(child, field, getattr(origin, field, None))
@@ -121,6 +122,8 @@ def _copy(node, location: tuple | None):
     """A fresh copy of a template tree (faster than ``copy.deepcopy``), located at
     ``location`` (template nodes have no location of their own)."""
     kind = node.__class__
+    if kind in _SHARED:
+        return node  # a context or an operator: no fields, no location, never changed
     new = kind.__new__(kind)  # every field is set below: no need for gast's checks
     for field in node._fields:
         value = getattr(node, field, None)
@@ -134,9 +137,26 @@ def _copy(node, location: tuple | None):
     return new
 
 
+# Node types with no fields: contexts (`Load`) and operators (`Add`).
+_SHARED = frozenset(t for t in vars(gast).values()
+                    if isinstance(t, type) and issubclass(t, gast.AST) and not t._fields
+                    and issubclass(t, (gast.expr_context, gast.boolop, gast.operator,
+                                       gast.unaryop, gast.cmpop)))
+# Per node type, its fields that can hold nodes a placeholder may stand in.
+_FILLED_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 class _Filler(gast.NodeTransformer):
     def __init__(self, values: dict[str, Any]):
         self.values = values
+
+    def visit(self, node):
+        kind = node.__class__
+        method = _FILLER_METHODS.get(kind)
+        if method is None:
+            method = _FILLER_METHODS[kind] = getattr(_Filler, "visit_" + kind.__name__,
+                                                     _Filler.generic_visit)
+        return method(self, node)
 
     def statement(self, stmt: gast.stmt) -> list[gast.stmt]:
         if (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Name)
@@ -161,7 +181,13 @@ class _Filler(gast.NodeTransformer):
     def generic_visit(self, node):
         # Written out (not NodeTransformer's) so that spliced user statements
         # and inserted expressions are never visited again.
-        for field, old in gast.iter_fields(node):
+        kind = node.__class__
+        fields = _FILLED_FIELDS.get(kind)
+        if fields is None:
+            fields = _FILLED_FIELDS[kind] = tuple(
+                f for f in kind._fields if f not in ("ctx", "op", "type_comment"))
+        for field in fields:
+            old = getattr(node, field, None)
             if isinstance(old, list):
                 if old and isinstance(old[0], gast.stmt):
                     setattr(node, field, self._body(old))
@@ -208,6 +234,9 @@ class _Filler(gast.NodeTransformer):
                 raise TypeError(f"placeholder {node.id} is assigned to; it needs a name")
             return value
         raise TypeError(f"placeholder {node.id} stands for an expression; got {value!r}")
+
+
+_FILLER_METHODS: dict[type, Any] = {}
 
 
 # Pieces every block converter (`if`, `while`, `for`) emits.

@@ -36,6 +36,7 @@ import gast
 
 from autograph import anno, templates
 from autograph.analysis import Analysis
+from autograph.analysis.activity import walk
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.directive_calls import dotted
@@ -200,6 +201,6 @@ class _Transformer(LocalNamesTransformer):
 
 
 def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    defs = frozenset(n.name for n in gast.walk(node)
+    defs = frozenset(n.name for n in walk(node)
                      if isinstance(n, gast.FunctionDef) and n is not node)
     return _Transformer(ctx, defs).visit(node)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import gast
 
 from autograph import anno
+from autograph.analysis.activity import walk
 from autograph.anno import Anno
 from autograph.context import Context
 from autograph.transformer import Converter
@@ -127,33 +128,37 @@ class _Uses:
             return bool(children) and all(self.pure(c) for c in children)
         return False
 
-    def mentions(self, node) -> str | None:
-        for n in gast.walk(node):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id in self.names:
-                return n.id
-        return None
-
     def propagate(self, body) -> None:
         """Adds the names assigned from index names and constants alone (to a fixpoint)."""
+        # the assignments (and inner `for`s) of the body, walked once, each with the
+        # names its value reads
+        steps = []
+        for n in walk(gast.Module(body=body, type_ignores=[])):
+            if isinstance(n, gast.Assign):
+                steps.append((n, n.targets, n.value))
+            elif isinstance(n, (gast.AugAssign, gast.AnnAssign)) and n.value is not None:
+                steps.append((n, [n.target], n.value))
+            elif isinstance(n, gast.NamedExpr):
+                steps.append((n, [n.target], n.value))
+            elif isinstance(n, gast.For):
+                steps.append((n, None, n.iter))
+        reads = [{m.id for m in walk(value)
+                  if isinstance(m, gast.Name) and isinstance(m.ctx, gast.Load)}
+                 for _, _, value in steps]
         changed = True
         while changed:
             changed = False
-            for n in gast.walk(gast.Module(body=body, type_ignores=[])):
-                targets, value = [], None
-                if isinstance(n, gast.Assign):
-                    targets, value = n.targets, n.value
-                elif isinstance(n, (gast.AugAssign, gast.AnnAssign)) and n.value is not None:
-                    targets, value = [n.target], n.value
-                elif isinstance(n, gast.NamedExpr):
-                    targets, value = [n.target], n.value
-                elif isinstance(n, gast.For) and self.mentions(n.iter):
+            for (n, targets, value), read in zip(steps, reads):
+                if read.isdisjoint(self.names):
+                    continue
+                if targets is None:
                     # an inner loop over a range of the index: its items are ints too
                     for t in gast.walk(n.target):
                         if isinstance(t, gast.Name) and t.id not in self.names:
                             self.names[t.id] = INDEX
                             changed = True
                     continue
-                if value is None or not self.mentions(value) or not self.pure(value):
+                if not self.pure(value):
                     continue
                 if isinstance(n, gast.AugAssign) and not self.pure(n.target):
                     continue  # `x += i` with `x` an array stays an array
@@ -165,6 +170,8 @@ class _Uses:
                             changed = True
 
     def find(self, body) -> str | None:
+        if not _has_python_contexts(body, self.attributes):
+            return None  # no node that could make a read a Python use
         self.propagate(body)
         for stmt in body:
             found = self.visit(stmt, in_try=False)
@@ -276,6 +283,30 @@ class _Uses:
         return None
 
 
+def _has_python_contexts(body, attributes: bool) -> bool:
+    """Whether ``body`` has a node that can make a read a Python use (see
+    ``_Uses.context``, and a ``try`` with handlers): without one, no read is."""
+    for n in walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(n, (gast.FormattedValue, gast.Dict, gast.Set)):
+            return True
+        if isinstance(n, gast.Compare) and any(
+                isinstance(o, (gast.Is, gast.IsNot, gast.In, gast.NotIn)) for o in n.ops):
+            return True
+        if isinstance(n, gast.BinOp) and (isinstance(n.op, gast.Pow) or (
+                isinstance(n.op, gast.Mod) and isinstance(n.left, (gast.Constant, gast.JoinedStr))
+                and isinstance(getattr(n.left, "value", ""), str))):
+            return True
+        if isinstance(n, gast.Call) and (
+                (isinstance(n.func, gast.Name) and n.func.id in _PYTHON_VALUE_CALLS)
+                or (isinstance(n.func, gast.Attribute) and n.func.attr in _KEY_METHODS)):
+            return True
+        if isinstance(n, gast.Try) and n.handlers:
+            return True
+        if attributes and isinstance(n, gast.Attribute):
+            return True
+    return False
+
+
 def _dotted(node) -> str | None:
     """``node`` as a dotted name (``x``, ``self.n``, ``a.b.c``), or None for any other
     expression."""
@@ -321,7 +352,7 @@ def state_uses(node: gast.For | gast.While) -> tuple[tuple[str, str], ...]:
     if isinstance(node, gast.For):
         _kinds(node.target, node.iter, targets)
     # names, and attribute chains (`self.n`), that the body assigns
-    assigned = sorted({d for n in gast.walk(gast.Module(body=node.body, type_ignores=[]))
+    assigned = sorted({d for n in walk(gast.Module(body=node.body, type_ignores=[]))
                        if isinstance(n, (gast.Name, gast.Attribute))
                        and isinstance(n.ctx, gast.Store)
                        and (d := _dotted(n)) is not None and d not in targets})

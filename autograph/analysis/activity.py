@@ -181,6 +181,16 @@ _COMPREHENSIONS = {
 _CHILD_FIELDS: dict[type, tuple] = {}
 
 
+def walk(tree) -> Iterator[gast.AST]:
+    """Every node of ``tree``, ``tree`` first, as ``gast.walk`` gives them (in another
+    order, and without the ``ctx`` nodes), in about half its time."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        push_children(node, stack.append)
+
+
 def push_children(node, push) -> None:
     """Calls ``push`` on each child node of ``node`` (not its ``ctx``)."""
     kind = type(node)
