@@ -139,7 +139,8 @@ def _copy(node, location: tuple | None):
 
 # Node types with no fields: contexts (`Load`) and operators (`Add`).
 _SHARED = frozenset(t for t in vars(gast).values()
-                    if isinstance(t, type) and issubclass(t, gast.AST) and not t._fields
+                    if isinstance(t, type) and issubclass(t, gast.AST)
+                    and not getattr(t, "_fields", ())
                     and issubclass(t, (gast.expr_context, gast.boolop, gast.operator,
                                        gast.unaryop, gast.cmpop)))
 # Per node type, its fields that can hold nodes a placeholder may stand in.
