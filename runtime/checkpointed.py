@@ -462,12 +462,20 @@ def _sweep(steps: _Steps, arrays, checkpoints: int):
                               lambda t: (steps.step(t[0]), t[1] + 1), (x, jnp.int32(0)))
         return x, k + j, stride, count + 1, order, buf, pos
 
+    def fill(s):  # while the slots last: keep every state, one step per iteration
+        x, k, buf, pos = s
+        buf, pos = _write(buf, k, x), lax.dynamic_update_index_in_dim(pos, k, k, 0)
+        return steps.step(x), k + 1, buf, pos
+
     buf = [jnp.zeros((checkpoints + 1,) + jnp.shape(a), jnp.result_type(a)) for a in arrays]
     pos = jnp.full((checkpoints + 1,), -1, jnp.int32)
+    # the first `sweep_slots` steps as `keep_then_run` takes them at stride 1, in one
+    # loop (a loop that ends there needs nothing more); then on, from where it left
+    x, k, buf, pos = lax.while_loop(lambda s: (s[1] < sweep_slots) & steps.active(s[0]),
+                                    fill, (list(arrays), jnp.int32(0), buf, pos))
     x, n, stride, _, _, buf, pos = lax.while_loop(
         lambda s: steps.active(s[0]), keep_then_run,
-        (list(arrays), jnp.int32(0), jnp.int32(1), jnp.int32(0),
-         jnp.arange(sweep_slots, dtype=jnp.int32), buf, pos))
+        (x, k, jnp.int32(1), k, jnp.arange(sweep_slots, dtype=jnp.int32), buf, pos))
     pos = jnp.where((pos >= 0) & (pos % stride == 0), pos, -1)  # slots freed by doubling
     return list(x) + list(buf) + [pos, n]
 
