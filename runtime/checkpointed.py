@@ -513,19 +513,20 @@ def _backward(steps: _Steps, buf, pos, n, ct, checkpoints: int) -> list:
         def fits(t):  # every state left can be kept: one recomputation each
             return end - t[7] <= t[5] + 2
 
-        def planned(u):  # binomial checkpointing while not everything fits
+        def one(u):
+            # binomial checkpointing while not everything fits; once it does (and it
+            # then stays so: each step keeps its state), every state but the last
             t, target = u[:8], u[8]
+            fitting = fits(t)
             t = step(t)
-            keep = t[7] == target
+            keep = jnp.where(fitting, t[7] + 1 < end, t[7] == target)
             t = keep_if(t, keep)
-            target = lax.cond(keep, lambda: _plan(t[7], end, t[5]), lambda: target)
+            target = lax.cond(keep & ~fitting, lambda: _plan(t[7], end, t[5]), lambda: target)
             return t + (target,)
 
-        u = lax.while_loop(lambda u: (u[7] + 1 < end) & ~fits(u[:8]), planned,
-                           t + (_plan(t[7], end, t[5]),))
-        t = lax.while_loop(lambda t: t[7] + 1 < end,
-                           lambda t: (lambda t: keep_if(t, t[7] + 1 < end))(step(t)), u[:8])
-        return t + (end, c, c_consts)
+        # one loop, so the body is traced and compiled once
+        u = lax.while_loop(lambda u: u[7] + 1 < end, one, t + (_plan(t[7], end, t[5]),))
+        return u[:8] + (end, c, c_consts)
 
     def undo(s):  # the last step not undone yet, while its state is at hand
         buf, pos, stack, sp, free, nf, cur, at, end, c, c_consts = s
