@@ -41,6 +41,20 @@ def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
     return fields
 
 
+# Node types whose fields never hold nodes: a walk has nothing to visit in them.
+_ATOMS = frozenset({gast.Constant, gast.Pass, gast.Break, gast.Continue, gast.Global,
+                    gast.Nonlocal, gast.alias})
+
+
+def _as_is(self, node):
+    return node
+
+
+def _name(self, node):
+    # a name holds a node only as a parameter's annotation
+    return node if node.annotation is None else Converter.generic_visit(self, node)
+
+
 class Converter(gast.NodeTransformer):
     """A ``NodeTransformer`` that knows the conversion's :class:`Context`."""
 
@@ -55,9 +69,20 @@ class Converter(gast.NodeTransformer):
             self.__class__._dispatch = table
         method = table.get(kind)
         if method is None:
-            method = table[kind] = getattr(self.__class__, "visit_" + kind.__name__,
-                                           self.__class__.generic_visit)
+            method = table[kind] = self._method(kind)
         return method(self, node)
+
+    @classmethod
+    def _method(cls, kind):
+        method = getattr(cls, "visit_" + kind.__name__, None)
+        if method is not None:
+            return method
+        if cls.generic_visit is Converter.generic_visit:  # no children to rewrite
+            if kind in _ATOMS:
+                return _as_is
+            if kind is gast.Name:
+                return _name
+        return cls.generic_visit
 
     def generic_visit(self, node):
         for field in _fields(node.__class__):
