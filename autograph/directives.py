@@ -11,7 +11,7 @@ import jax
 from autograph import errors
 
 # the options `set_loop_options` takes, in its order
-LOOP_OPTIONS = ("maximum_iterations", "checkpoints")
+LOOP_OPTIONS = ("maximum_iterations", "checkpoints", "checkpoint_memory")
 
 
 class LoopOptions(NamedTuple):
@@ -19,10 +19,12 @@ class LoopOptions(NamedTuple):
 
     maximum_iterations: Any = None  # the most iterations (an int, a traced int), or None
     checkpoints: int | None = None  # copies of the state the backward pass keeps, or None
+    checkpoint_memory: int | None = None  # or the bytes those copies may take, or None
 
 
 def set_loop_options(*, maximum_iterations: int | None = None,
-                     checkpoints: int | None = None, **unknown: object) -> None:
+                     checkpoints: int | None = None, checkpoint_memory: int | None = None,
+                     **unknown: object) -> None:
     """Sets how the traced ``while`` loop whose body starts with this call runs.
 
     A ``while`` loop whose condition is traced runs as ``lax.while_loop``, and
@@ -33,9 +35,13 @@ def set_loop_options(*, maximum_iterations: int | None = None,
       of ``N`` steps that stops changing its state once the condition is
       false. Its backward pass keeps what every step computed.
     * checkpointed: any other loop. Its backward pass keeps ``checkpoints``
-      copies of the loop state (by default 128, fewer for a state over 2 MiB)
-      and recomputes the steps between them; see
-      :mod:`autograph.runtime.checkpointed` for the bounds.
+      copies of the loop state (by default 128, fewer for a state over 2 MiB),
+      or as many as fit in ``checkpoint_memory`` bytes, and recomputes the
+      steps between them; see :mod:`autograph.runtime.checkpointed` for the
+      bounds. A loop whose trip count fits in about half the copies keeps
+      every state and recomputes nothing, as a ``lax.scan`` of known length
+      does; the copies are allocated (on CPU, zeroed) on every call, so more
+      of them cost time on short loops.
 
     With ``maximum_iterations=N`` the loop stops after ``N`` iterations even if
     its condition still holds. Giving ``checkpoints`` chooses the
@@ -53,10 +59,12 @@ def set_loop_options(*, maximum_iterations: int | None = None,
       maximum_iterations: the most iterations the loop may run (0 or more).
       checkpoints: how many copies of the loop state the backward pass of the
         checkpointed form keeps (at least 2).
+      checkpoint_memory: instead of ``checkpoints``, the bytes those copies may
+        take: as many copies as fit (at least 2) are kept.
       **unknown: no other option exists; any is an error naming the closest.
     """
     check_loop_options({"maximum_iterations": maximum_iterations, "checkpoints": checkpoints,
-                        **unknown})
+                        "checkpoint_memory": checkpoint_memory, **unknown})
 
 
 def check_loop_options(options: Mapping[str, Any], location=None) -> LoopOptions:
@@ -75,7 +83,7 @@ def check_loop_options(options: Mapping[str, Any], location=None) -> LoopOptions
                 location=location)
         if value is None or isinstance(value, jax.core.Tracer):
             continue  # (a traced bound is `lax.while_loop`'s to check)
-        least = 0 if name == "maximum_iterations" else 2
+        least = {"maximum_iterations": 0, "checkpoints": 2, "checkpoint_memory": 1}[name]
         try:
             n = operator.index(value)
         except TypeError:
@@ -85,7 +93,17 @@ def check_loop_options(options: Mapping[str, Any], location=None) -> LoopOptions
                 f"`set_loop_options({name}=...)` takes an integer of at least {least}" + (
                     " (in the call that starts this loop's body)" if location else ""),
                 observed=f"`{name}={value!r}`",
-                fix=("give the most iterations the loop may run, 0 or more" if least == 0
-                     else "give 2 or more copies of the loop state to keep"),
+                fix={"maximum_iterations": "give the most iterations the loop may run, 0 or more",
+                     "checkpoints": "give 2 or more copies of the loop state to keep",
+                     "checkpoint_memory": "give the bytes the kept copies may take (e.g. "
+                                          "`64 * 2**20` for 64 MiB)"}[name],
                 location=location)
+    if options.get("checkpoints") is not None and options.get("checkpoint_memory") is not None:
+        raise errors.LoopOptionsError(
+            "`set_loop_options` takes `checkpoints` or `checkpoint_memory`, not both" + (
+                " (in the call that starts this loop's body)" if location else ""),
+            observed=f"`checkpoints={options['checkpoints']!r}` and "
+                     f"`checkpoint_memory={options['checkpoint_memory']!r}`",
+            fix="give the number of copies, or the bytes they may take",
+            location=location)
     return LoopOptions(**options)

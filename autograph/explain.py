@@ -518,7 +518,8 @@ class _Describer:
         each holds, and the counter that bounds it or None."""
         if options:  # the converter passes no counter then
             return (("", plan_while(maximum_iterations=options.get("maximum_iterations"),
-                                    checkpoints=options.get("checkpoints"))),), None
+                                    checkpoints=options.get("checkpoints"),
+                                    checkpoint_memory=options.get("checkpoint_memory"))),), None
         body, _ = while_statements.loop_options(node.body, self.directives)
         bound = while_statements.counter_bound(node, body, state)
         if bound is None:
@@ -577,6 +578,12 @@ def _cases(cases) -> str:
 def _under_grad(plan: Plan, counter: str | None = None) -> str:
     """How reverse-mode ``jax.grad`` differentiates a loop run as ``plan`` says."""
     if plan.form is Form.CHECKPOINTED:
+        if plan.checkpoint_memory is not None:
+            return (f"with checkpoints: the backward pass keeps as many copies of the loop "
+                    f"state as fit in {plan.checkpoint_memory} bytes "
+                    f"(`set_loop_options(checkpoint_memory=...)`), every state where the loop "
+                    f"runs for fewer steps than about half of them, and recomputes the steps "
+                    f"between them otherwise; memory does not grow with the trip count")
         if plan.checkpoints is not None:
             return (f"with checkpoints: the backward pass keeps {plan.checkpoints} copies of "
                     f"the loop state (`set_loop_options(checkpoints=...)`) and recomputes the "

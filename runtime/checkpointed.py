@@ -35,9 +35,10 @@ and cotangents too. Integer and boolean state gets none. The derivative
 forms leave out the body's run-time checks and prints (callbacks that return
 nothing): the primal loop makes them, once per step.
 
-The backward pass keeps ``S`` states (``set_loop_options(checkpoints=S)``; by
-default 128, fewer for a state over 2 MiB); ``T``, about ``S/2`` of them,
-serve the sweep:
+The backward pass keeps ``S`` states (``set_loop_options(checkpoints=S)``, or
+as many as fit in ``set_loop_options(checkpoint_memory=B)`` bytes; by default
+128, fewer for a state over 2 MiB); ``T``, about ``S/2`` of them, serve the
+sweep:
 
 1. The sweep counts the loop's ``n`` steps and keeps its state every ``s``
    steps in ``T`` slots: ``s`` starts at 1 and doubles whenever the slots are
@@ -102,8 +103,12 @@ def _known_size(shape) -> int:
     return n
 
 
-def default_checkpoints(state_bytes: int) -> int:
-    """How many states the backward pass keeps for a loop state of ``state_bytes`` bytes."""
+def default_checkpoints(state_bytes: int, memory: int | None = None) -> int:
+    """How many states the backward pass keeps for a loop state of ``state_bytes`` bytes:
+    as many as fit in ``memory`` bytes (at least 2), or by default ``CHECKPOINTS``,
+    fewer where those would take more than 256 MiB."""
+    if memory is not None:
+        return max(2, int(memory) // max(state_bytes, 1) - 1)  # and the scratch slot
     fit = _CHECKPOINT_BYTES // max(state_bytes, 1)
     return int(min(CHECKPOINTS, max(_MIN_CHECKPOINTS, fit)))
 
@@ -111,8 +116,8 @@ def default_checkpoints(state_bytes: int) -> int:
 def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequence[Any]],
                       arrays: Sequence[Any], *, checkpoints: int | None = None,
                       maximum: int | None = None,
-                      stabilize: Callable[[Sequence[Any]], Sequence[Any] | None] | None = None
-                      ) -> list:
+                      stabilize: Callable[[Sequence[Any]], Sequence[Any] | None] | None = None,
+                      checkpoint_memory: int | None = None) -> list:
     """Runs ``body`` while ``test(arrays)``, differentiably in forward and reverse mode.
 
     Args:
@@ -122,6 +127,8 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
       checkpoints: how many states the backward pass keeps (at least 2); None:
         :func:`default_checkpoints`.
       maximum: the most steps (the loop also stops after that many), or None.
+      checkpoint_memory: without ``checkpoints``, the bytes the kept states may
+        take (:func:`default_checkpoints`), or None.
       stabilize: optional ``stabilize(out_avals) -> arrays or None``: given
         what one step of ``body`` produces, new initial arrays (promoted to
         the dtypes the body makes), or None when they already match.
@@ -139,13 +146,14 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
         counted = checkpointed_loop(
             lambda a: jnp.logical_and(a[-1] < limit, test(a[:-1])),
             lambda a: list(body(a[:-1])) + [a[-1] + 1], list(arrays) + [jnp.int32(0)],
-            checkpoints=checkpoints,
+            checkpoints=checkpoints, checkpoint_memory=checkpoint_memory,
             stabilize=None if stabilize is None else _counted(stabilize))
         return counted[:-1]
     arrays, test_jaxpr, body_jaxpr = trace_loop(test, body, arrays, stabilize)
     if checkpoints is None:
         checkpoints = default_checkpoints(
-            sum(_known_size(a.shape) * a.dtype.itemsize for a in body_jaxpr.in_avals))
+            sum(_known_size(a.shape) * a.dtype.itemsize for a in body_jaxpr.in_avals),
+            checkpoint_memory)
     consts = list(test_jaxpr.consts) + list(body_jaxpr.consts)
     n_test = len(test_jaxpr.consts)
     test_open, body_open = without_consts(test_jaxpr), without_consts(body_jaxpr)

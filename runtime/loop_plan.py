@@ -84,6 +84,7 @@ class Plan:
         steps (a counter), so the staged loop needs no step count of its own.
       checkpoints: the states a ``CHECKPOINTED`` loop's backward pass keeps,
         or None for the default (``CHECKPOINTS``).
+      checkpoint_memory: instead, the bytes those states may take, or None.
     """
 
     form: Form
@@ -92,6 +93,7 @@ class Plan:
     maximum: Any = None  # an int, or what `set_loop_options` was given
     test_bounds: bool = False
     checkpoints: Any = None
+    checkpoint_memory: Any = None
 
 
 def plan_for(iterated: Iterated, trips: int | None = None, *, python_index: str | None = None,
@@ -144,12 +146,13 @@ def plan_for(iterated: Iterated, trips: int | None = None, *, python_index: str 
 
 
 def plan_while(*, maximum_iterations: Any = None, checkpoints: Any = None,
-               counter_trips: Any = None) -> Plan:
+               checkpoint_memory: Any = None, counter_trips: Any = None) -> Plan:
     """How a staged `while` loop runs.
 
     Args:
       maximum_iterations: ``set_loop_options(maximum_iterations=N)``, or None.
       checkpoints: ``set_loop_options(checkpoints=S)``, or None.
+      checkpoint_memory: ``set_loop_options(checkpoint_memory=B)``, or None.
       counter_trips: the most iterations a counter that bounds the loop
         allows (``while i < 10``, ``i`` and the limit Python ints), or None.
         ``explain``, which runs nothing, passes a description of them.
@@ -163,9 +166,10 @@ def plan_while(*, maximum_iterations: Any = None, checkpoints: Any = None,
                     maximum=counter_trips, test_bounds=True)
     if maximum_iterations is None:
         return Plan(Form.CHECKPOINTED, "its trip count is known only when the program runs",
-                    checkpoints=checkpoints)
-    if checkpoints is not None:
+                    checkpoints=checkpoints, checkpoint_memory=checkpoint_memory)
+    if checkpoints is not None or checkpoint_memory is not None:
         return Plan(Form.CHECKPOINTED, "`set_loop_options` gives it checkpoints",
-                    maximum=maximum_iterations, checkpoints=checkpoints)
+                    maximum=maximum_iterations, checkpoints=checkpoints,
+                    checkpoint_memory=checkpoint_memory)
     return Plan(Form.BOUNDED, f"`set_loop_options` gives it at most {maximum_iterations} "
                               f"iterations", maximum=maximum_iterations)

@@ -224,7 +224,8 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                     return state
                 maximum -= ran
             plan = plan_while(maximum_iterations=maximum,
-                              checkpoints=options.checkpoints, counter_trips=trips)
+                              checkpoints=options.checkpoints,
+                              checkpoint_memory=options.checkpoint_memory, counter_trips=trips)
             # a count from the counter: its limit must hold while the body runs
             limit = bound.limit() if bound is not None and plan.test_bounds else None
             lifted = objects.lift(state, (test, body), "`while` loop")
@@ -422,6 +423,7 @@ def _staged_while_defined(test, body, state, names, plan: Plan, loop="while"):
         with staging():
             final = checkpointed_loop(cond_arrays, body_arrays, carry.arrays,
                                       checkpoints=plan.checkpoints, maximum=plan.maximum,
+                                      checkpoint_memory=plan.checkpoint_memory,
                                       stabilize=stabilizer(carry))
         return shared.finish(carry.unflatten(final, final=True))
 

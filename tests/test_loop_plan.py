@@ -4,10 +4,12 @@ import inspect
 
 import jax
 import jax.extend.core as jax_core
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import autograph
-from autograph import explain, parsing
+from autograph import errors, explain, parsing
 from autograph.runtime.loop_plan import (
     PYTHON_TRIPS,
     UNROLL_LIMIT,
@@ -200,3 +202,45 @@ def test_explain_states_the_form_the_runtime_runs(fn, args, when, form):
     else:  # a `lax.while_loop`, which reverse mode differentiates as the form says
         assert "while" in ran and "scan" not in ran
         assert ("checkpointed_while" in grad) == (form is Form.CHECKPOINTED)
+
+
+# -- checkpoints from a memory budget ---------------------------------------------
+
+
+def settle_in_budget(x, w, n):
+    i = 0
+    while i < n:
+        autograph.set_loop_options(checkpoint_memory=64 * 1000)
+        x = jnp.tanh(w * x) * 0.5 + 0.5 * x
+        i = i + 1
+    return jnp.sum(x * x)
+
+
+def settle_python(x, w, n):
+    for _ in range(n):
+        x = jnp.tanh(w * x) * 0.5 + 0.5 * x
+    return jnp.sum(x * x)
+
+
+def test_checkpoint_memory_sets_how_many_states_are_kept():
+    # a state of 4,000 + 12 bytes: 64,000 bytes hold 15 slots, one of them scratch
+    x, w = jnp.linspace(-1.0, 1.0, 1000, dtype=jnp.float32), jnp.float32(0.9)
+    grad = jax.jit(jax.grad(autograph.convert(settle_in_budget), argnums=(0, 1)))
+    printed = str(jax.make_jaxpr(jax.grad(autograph.convert(settle_in_budget)))(
+        x, w, jnp.int32(3)))
+    assert "checkpoints=14" in printed
+    for n in (0, 1, 6, 7, 8, 50):  # 14 copies: 7 serve the sweep
+        got = grad(x, w, jnp.int32(n))
+        want = jax.grad(settle_python, argnums=(0, 1))(x, w, n)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+    plan = _explained_plan(settle_in_budget, "")
+    assert plan.form is Form.CHECKPOINTED and plan.checkpoint_memory == "64 * 1000"
+
+
+def test_checkpoint_memory_is_checked():
+    with pytest.raises(errors.LoopOptionsError, match="not both"):
+        autograph.set_loop_options(checkpoints=8, checkpoint_memory=2**20)
+    with pytest.raises(errors.LoopOptionsError, match="checkpoint_memory"):
+        autograph.set_loop_options(checkpoint_memory=0)
+    autograph.set_loop_options(checkpoint_memory=2**20)  # fine
