@@ -48,7 +48,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from autograph import errors
+from autograph import errors, jax_internals
 
 from . import jaxprs
 from .outside import user_class, user_function
@@ -68,6 +68,7 @@ from .values import (
     fail_at_run_time,
     is_array,
     is_undefined,
+    staging,
 )
 
 # how far the walk for objects goes: objects and items looked at, attribute depth
@@ -300,6 +301,7 @@ class Attributes:
         # attributes a loop's body assigns before reading (see `_prove`): carried with
         # the type the body gives them, `pending` until the first traced call proves it
         self.fresh: set[str] = set()
+        self.fresh_types: dict[str, Any] = {}  # of those: the body's type, as the proof saw it
         self.pending: dict[str, BaseException] = {}
         self.refused: set[str] = set()
 
@@ -381,7 +383,10 @@ class Attributes:
         maybe: dict[int, MaybeUndefined] = {}
         try:
             for j, ((o, a), v) in enumerate(zip(carried, rest[n:n + k])):
-                if is_undefined(v):
+                if is_undefined(v) and f"{o.label}.{a}" in self.fresh_types:
+                    # as the proof traced it: a value of the type the body gives it
+                    set_attribute(o.obj, a, _zeros(self.fresh_types[f"{o.label}.{a}"]))
+                elif is_undefined(v):
                     delete_attribute(o.obj, a)
                 elif isinstance(v, MaybeUndefined):  # see `_prove`: the body does not read it
                     maybe[j] = v
@@ -441,13 +446,16 @@ class Attributes:
         for label, error in list(self.pending.items()):
             del self.pending[label]
             j = labels.index(label) if label in labels else None
-            if j is None or not self._independent(fn, lead, rest, carried, j):
+            typed = None if j is None else self._independent(fn, lead, rest, carried, j)
+            if typed is None:
                 self.refused.add(label)
                 raise error.with_traceback(None)
             self.fresh.add(label)
+            self.fresh_types[label] = typed
 
-    def _independent(self, fn, lead, rest, carried, j: int) -> bool:
-        """Whether ``fn``'s outputs do not depend on carried attribute ``j`` (see ``_prove``)."""
+    def _independent(self, fn, lead, rest, carried, j: int):
+        """Whether ``fn``'s outputs do not depend on carried attribute ``j`` (see ``_prove``):
+        the type the body gives it (``jax.ShapeDtypeStruct``s), or None."""
         slot = self.n + j
         o, a = carried[j]
         before = o.start[a] if a in o.start else Undefined(f"{o.label}.{a}")
@@ -471,22 +479,25 @@ class Attributes:
             return [x for x in out_leaves if is_array(x)]
 
         try:
-            first = jaxprs.make_jaxpr(lambda arrays: traced(arrays, None), shapes)
+            with staging():  # as the loop traces its body: what it prints is staged
+                first = jaxprs.make_jaxpr(lambda arrays: traced(arrays, None), shapes)
             assigned = jax.tree_util.tree_leaves(found[-1][2])
             if not assigned or not all(is_array(x) for x in assigned):
-                return False
+                return None
             typed = jax.tree_util.tree_map(
                 lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.typeof(x).dtype,
                                                weak_type=jax.typeof(x).weak_type), found[-1][2])
-            second = jaxprs.make_jaxpr(traced, shapes, typed)
+            with staging():
+                second = jaxprs.make_jaxpr(traced, shapes, typed)
         except Exception:  # noqa: BLE001 - a body that fails on either input reads it
-            return False
+            return None
         (tree1, static1, _), (tree2, static2, _) = found[-2:]
         given = range(len(shapes), len(shapes) + len(jax.tree_util.tree_leaves(typed)))
-        return (tree1 == tree2 and len(static1) == len(static2)
+        same = (tree1 == tree2 and len(static1) == len(static2)
                 and all(same_static(x, y) for x, y in zip(static1, static2))
                 and jaxprs.unused_inputs(second, given)
                 and jaxprs.same_program(first, jaxprs.without_inputs(second, given)))
+        return typed if same else None
 
     def _unassigned(self, o: _Owned, a: str, value) -> BaseException:
         """The error for a loop that ended before assigning ``o``'s attribute ``a``."""
@@ -617,6 +628,13 @@ class Attributes:
     def error(self, rule: str, observed: str, variable: str | None, fix: str):
         cls = errors.BranchError if self.construct == "`if`" else errors.LoopStateError
         return cls(rule, observed=observed, variable=variable, fix=fix)
+
+
+def _zeros(typed):
+    """Zeros of the types ``typed`` (a pytree of ``jax.ShapeDtypeStruct``)."""
+    return jax.tree_util.tree_map(
+        lambda s: jax_internals.convert_element_type(np.zeros(s.shape, s.dtype), s.dtype,
+                                                     bool(s.weak_type)), typed)
 
 
 def _current(o: _Owned, attr: str):

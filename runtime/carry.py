@@ -19,7 +19,14 @@ from autograph.errors import quoted as _q
 
 from . import key_order
 from . import state as st
-from .values import UndefinedReturn, describe, is_python_number, is_undefined, raise_undefined
+from .values import (
+    UndefinedReturn,
+    describe,
+    is_python_number,
+    is_undefined,
+    raise_undefined,
+    staging,
+)
 
 
 class Carry:
@@ -260,7 +267,8 @@ def infer_undefined(step, values, names, loop):
                 raise_undefined(leaf)
         return key_order.ordered(found)  # a dict's placeholder has its keys as assigned
 
-    shapes = jax.eval_shape(probe, carry.arrays)
+    with staging():  # as the loop traces its body: what it prints is staged, not shown now
+        shapes = jax.eval_shape(probe, carry.arrays)
     new = []
     for n, v in zip(names, values):
         if n in undefined:

@@ -112,23 +112,41 @@ def same_program(a: jax_core.ClosedJaxpr, b: jax_core.ClosedJaxpr) -> bool:
     different arrays of one type print alike, so the values are compared here."""
     if str(a.jaxpr) != str(b.jaxpr):
         return False
-    ca, cb = _all_consts(a), _all_consts(b)
-    return len(ca) == len(cb) and all(_same_const(x, y) for x, y in zip(ca, cb))
+    (ca, fa), (cb, fb) = _consts_and_functions(a), _consts_and_functions(b)
+    return (len(ca) == len(cb) and all(_same_const(x, y) for x, y in zip(ca, cb))
+            and len(fa) == len(fb) and all(_same_function(x, y) for x, y in zip(fa, fb)))
 
 
-def _all_consts(closed) -> list:
-    out = list(closed.consts)
+def _consts_and_functions(closed) -> tuple[list, list]:
+    """The constants of ``closed`` and its nested jaxprs, and the functions their
+    equations hold as parameters (a callback's, a custom derivative's): what the
+    printed jaxpr does not show."""
+    consts, functions = list(closed.consts), []
     todo = list(closed.jaxpr.eqns)
     while todo:
         eqn = todo.pop(0)
         for param in eqn.params.values():
             for p in (param if isinstance(param, (tuple, list)) else (param,)):
                 if isinstance(p, jax_core.ClosedJaxpr):
-                    out.extend(p.consts)
+                    consts.extend(p.consts)
                     todo.extend(p.jaxpr.eqns)
                 elif isinstance(p, jax_core.Jaxpr):
                     todo.extend(p.eqns)
-    return out
+                elif callable(p) and not isinstance(p, type):
+                    functions.append(p)
+    return consts, functions
+
+
+def _same_function(f, g) -> bool:
+    """The same function: itself, or one equal to it (JAX's wrapped functions compare
+    their parts). A closure made anew on each trace (what a traced ``print`` shows)
+    is another function: what it closes over may differ."""
+    if f is g:
+        return True
+    try:
+        return bool(f == g)
+    except Exception:  # noqa: BLE001 - a function whose == is not a plain bool
+        return False
 
 
 def _same_const(x, y) -> bool:

@@ -311,3 +311,36 @@ def test_an_attribute_created_on_one_branch_of_an_if_is_still_refused():
 
     with pytest.raises(autograph.BranchError, match="foo.b"):
         _jit(f)(jnp.float32(1.0))
+
+
+def prints_its_shape(x, n):
+    # the print reads the old value's shape into text the printed jaxpr does not show
+    foo = Foo()
+    foo.b = jnp.zeros(3)
+    i = 0
+    while i < n:
+        print("b has shape", foo.b.shape)
+        foo.b = jnp.zeros([2]) + x * i
+        i += 1
+    return foo.b
+
+
+def test_a_print_in_the_body_keeps_the_refusal():
+    # each trace prints through a function of its own: the two traces cannot be told
+    # to be one program, so the attribute keeps its refusal (no raw AttributeError)
+    with pytest.raises(autograph.LoopStateError, match="foo.b"):
+        _jit(prints_its_shape)(jnp.float32(1.0), jnp.int32(2))
+
+
+def test_a_variable_first_assigned_prints_once_per_iteration(capsys):
+    def f(x, n):
+        i = 0
+        while i < n:
+            print("step")
+            b = jnp.zeros([2]) + x * i
+            i += 1
+        return b
+
+    jax.block_until_ready(_jit(f)(jnp.float32(1.0), jnp.int32(3)))
+    jax.effects_barrier()
+    assert capsys.readouterr().out.count("step") == 3
