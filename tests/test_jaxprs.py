@@ -70,3 +70,38 @@ def test_public_fallback_gives_the_same(monkeypatch):
     monkeypatch.setattr(jax_internals, "_direct_tracer", lambda: None)
     public = jaxprs.make_jaxpr(fn, jnp.ones(2), jax.ShapeDtypeStruct((), jnp.float32))
     assert str(direct.jaxpr) == str(public.jaxpr)
+
+
+# -- comparing two traces (the proof in `runtime.attributes`) ------------------------
+
+
+def test_unused_inputs_and_without_inputs():
+    s = jax.ShapeDtypeStruct((3,), jnp.float32)
+    reads = jaxprs.make_jaxpr(lambda a, b: [a + b], s, s)
+    ignores = jaxprs.make_jaxpr(lambda a, b: [a * 2.0], s, s)
+    assert not jaxprs.unused_inputs(reads, [1])
+    assert jaxprs.unused_inputs(ignores, [1])
+    alone = jaxprs.make_jaxpr(lambda a: [a * 2.0], s)
+    assert str(jaxprs.without_inputs(ignores, [1]).jaxpr) == str(alone.jaxpr)
+
+
+def test_same_program_compares_constant_values_and_functions():
+    s = jax.ShapeDtypeStruct((3,), jnp.float32)
+    sevens, ones = np.full(3, 7.0, np.float32), np.ones(3, np.float32)
+
+    def adding(c):
+        return jaxprs.make_jaxpr(lambda a: [a + jnp.asarray(c)], s)
+
+    assert str(adding(sevens).jaxpr) == str(adding(ones).jaxpr)  # printed alike
+    assert not jaxprs.same_program(adding(sevens), adding(ones))
+    assert jaxprs.same_program(adding(ones), adding(ones.copy()))
+
+    def printing(text):
+        def f(a):
+            jax.debug.callback(lambda: print(text))
+            return [a]
+        return jaxprs.make_jaxpr(f, s)
+
+    assert not jaxprs.same_program(printing("int"), printing("Array"))
+    relu = jaxprs.make_jaxpr(lambda a: [jax.nn.relu(a)], s)
+    assert jaxprs.same_program(relu, jaxprs.make_jaxpr(lambda a: [jax.nn.relu(a)], s))
