@@ -304,6 +304,7 @@ class Attributes:
         self.fresh_types: dict[str, Any] = {}  # of those: the body's type, as the proof saw it
         self.pending: dict[str, BaseException] = {}
         self.refused: set[str] = set()
+        self.tests: list[Callable] = []  # the loop's test functions, as given to `wrap`
 
     def ids(self) -> frozenset:
         """The ids of the objects watched (see ``OuterState``'s ``owned``)."""
@@ -370,6 +371,8 @@ class Attributes:
                 self._prove(fn, lead, rest, carried)
             return self._call(fn, lead, rest, carried, returns_state, check=True)
 
+        if fn is not None and not returns_state:
+            self.tests.append(fn)  # a loop's test: it must not read them either
         return run
 
     def _call(self, fn, lead, rest, carried, returns_state: bool, *, check: bool):
@@ -447,15 +450,21 @@ class Attributes:
             del self.pending[label]
             j = labels.index(label) if label in labels else None
             typed = None if j is None else self._independent(fn, lead, rest, carried, j)
+            if typed is not None and not all(
+                    self._independent(test, (), rest, carried, j, typed) is not None
+                    for test in dict.fromkeys(self.tests)):
+                typed = None  # the test reads it (before the first iteration too)
             if typed is None:
                 self.refused.add(label)
                 raise error.with_traceback(None)
             self.fresh.add(label)
             self.fresh_types[label] = typed
 
-    def _independent(self, fn, lead, rest, carried, j: int):
+    def _independent(self, fn, lead, rest, carried, j: int, typed=None):
         """Whether ``fn``'s outputs do not depend on carried attribute ``j`` (see ``_prove``):
-        the type the body gives it (``jax.ShapeDtypeStruct``s), or None."""
+        the type the body gives it (``jax.ShapeDtypeStruct``s), or None. With ``typed``
+        (that type), ``fn`` is the loop's test, which returns no state."""
+        body = typed is None
         slot = self.n + j
         o, a = carried[j]
         before = o.start[a] if a in o.start else Undefined(f"{o.label}.{a}")
@@ -473,20 +482,23 @@ class Attributes:
             lead2, rest2 = jax.tree_util.tree_unflatten(tree, flat)
             rest2 = list(rest2)
             rest2[slot] = before if placeholder is None else placeholder
-            out = self._call(fn, lead2, rest2, carried, True, check=False)
+            out = self._call(fn, lead2, rest2, carried, body, check=False)
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
-            found.append((out_tree, [None if is_array(x) else x for x in out_leaves], out[slot]))
+            found.append((out_tree, [None if is_array(x) else x for x in out_leaves],
+                          out[slot] if body else None))
             return [x for x in out_leaves if is_array(x)]
 
         try:
             with staging():  # as the loop traces its body: what it prints is staged
                 first = jaxprs.make_jaxpr(lambda arrays: traced(arrays, None), shapes)
-            assigned = jax.tree_util.tree_leaves(found[-1][2])
-            if not assigned or not all(is_array(x) for x in assigned):
-                return None
-            typed = jax.tree_util.tree_map(
-                lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.typeof(x).dtype,
-                                               weak_type=jax.typeof(x).weak_type), found[-1][2])
+            if body:
+                assigned = jax.tree_util.tree_leaves(found[-1][2])
+                if not assigned or not all(is_array(x) for x in assigned):
+                    return None
+                typed = jax.tree_util.tree_map(
+                    lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.typeof(x).dtype,
+                                                   weak_type=jax.typeof(x).weak_type),
+                    found[-1][2])
             with staging():
                 second = jaxprs.make_jaxpr(traced, shapes, typed)
         except Exception:  # noqa: BLE001 - a body that fails on either input reads it

@@ -279,7 +279,17 @@ def assigns_on_one_branch(x, n):
     return foo.b
 
 
-FOOLING = [reads_it_first, reads_through_an_alias, reads_with_a_default, asks_whether_it_exists,
+def reads_it_in_the_test(x, n):
+    # the body never reads it, the test does: before the first iteration, the old value
+    foo = Foo()
+    foo.b = -100
+    while x < 10.0 + jnp.sum(foo.b) * 0.1:
+        foo.b = jnp.ones(2)
+        x = x + 1.0
+    return foo.b
+
+
+FOOLING = [reads_it_in_the_test, reads_it_first, reads_through_an_alias, reads_with_a_default, asks_whether_it_exists,
            reads_its_shape_into_a_constant, picks_by_its_shape, assigns_on_one_branch]
 
 
