@@ -449,11 +449,13 @@ class Attributes:
         for label, error in list(self.pending.items()):
             del self.pending[label]
             j = labels.index(label) if label in labels else None
-            typed = None if j is None else self._independent(fn, lead, rest, carried, j)
-            if typed is not None and not all(
-                    self._independent(test, (), rest, carried, j, typed) is not None
-                    for test in dict.fromkeys(self.tests)):
-                typed = None  # the test reads it (before the first iteration too)
+            typed = None
+            if j is not None:
+                typed = self._independent(fn, lead, rest, carried, j)
+                if typed is not None and not all(
+                        self._independent(test, (), rest, carried, j, typed) is not None
+                        for test in dict.fromkeys(self.tests)):
+                    typed = None  # the test reads it (before the first iteration too)
             if typed is None:
                 self.refused.add(label)
                 raise error.with_traceback(None)
