@@ -77,6 +77,7 @@ from .values import (
     UndefinedReturn,
     flag_assigned,
     guard_when_asked,
+    is_python_number,
     is_traced,
     is_undefined,
     staging,
@@ -399,8 +400,15 @@ def _staged_while_defined(test, body, state, names, plan: Plan, loop="while"):
     state = prepare_state(shared.state, names, loop, lambda s: tuple(body(*s)), may_skip=True)
     carry = Carry(state, names, loop)
     lengths = {n: len(v) for n, v in zip(names, state) if isinstance(v, list)}
+    kept: set[int] = set()  # carried leaves the body's last trace hands back as they came
 
     def body_arrays(arrays):
+        checked = _body_arrays(arrays)
+        kept.clear()
+        kept.update(i for i, (a, b) in enumerate(zip(arrays, checked)) if a is b)
+        return checked
+
+    def _body_arrays(arrays):
         values = carry.unflatten(arrays)
         # under `jax.vmap`, what the body prints or checks holds where it still loops
         with taken_when(guard_when_asked(lambda: cond_arrays(arrays), (test,))):
@@ -425,12 +433,15 @@ def _staged_while_defined(test, body, state, names, plan: Plan, loop="while"):
                                       checkpoints=plan.checkpoints, maximum=plan.maximum,
                                       checkpoint_memory=plan.checkpoint_memory,
                                       stabilize=stabilizer(carry))
-        return shared.finish(carry.unflatten(final, final=True))
-
-    with staging():
-        final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays), carry.arrays,
-                             int(plan.maximum), stabilize=stabilizer(carry),
-                             test_bounds=plan.test_bounds)
+    else:
+        with staging():
+            final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays),
+                                 carry.arrays, int(plan.maximum), stabilize=stabilizer(carry),
+                                 test_bounds=plan.test_bounds)
+    # a Python number the body never changes comes out as itself, as from the Python
+    # loop (after any number of steps), not as the array it was carried as
+    final = [carry.starts[i] if i in kept and is_python_number(carry.starts[i]) else a
+             for i, a in enumerate(final)]
     return shared.finish(carry.unflatten(final, final=True))
 
 

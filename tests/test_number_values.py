@@ -228,3 +228,40 @@ def test_traced_trip_count_loop_keeps_the_narrow_dtype_when_the_number_fits():
     jf = jax.jit(autograph.convert(running_max_small))
     for k in (0, 3, 40):
         _same(jf(jnp.asarray(xs), jnp.int32(k)), running_max_small(xs, k), jnp.int8)
+
+
+# -- a Python number a staged `while` carries but never changes -------------------
+
+
+def keeps_its_size(x, n, k=3):
+    size = 2
+    i = 0
+    while i < n:
+        if k == 5:  # a Python test: never taken, `size` is still loop state
+            size = size + 1
+        x = x * 0.5
+        i += 1
+    return jnp.zeros(size) + x
+
+
+def widens_later(x, n):
+    q = 70000.0
+    for i0 in range(3):
+        i1 = 0
+        while i1 < 2 and i0 > n:
+            if i0 == 2 and x < 2.0:
+                q = jnp.float16(x)
+            i1 += 1
+    return q
+
+
+def test_a_python_number_a_staged_while_never_changes_comes_out_as_itself():
+    # after any number of steps it is the number it was, as after the Python loop
+    for n in (0, 3):
+        got = jax.jit(autograph.convert(keeps_its_size))(jnp.float32(1.0), jnp.int32(n))
+        np.testing.assert_allclose(got, keeps_its_size(1.0, n))
+    # kept a Python float, 70,000 meets float16 in the last loop: refused, where an
+    # array carried from the first loop would have become float16's inf
+    assert widens_later(1.0, 5) == 70000.0
+    with pytest.raises(autograph.LoopStateError, match="must keep its value"):
+        jax.jit(autograph.convert(widens_later))(jnp.float32(1.0), jnp.int32(5))
