@@ -71,7 +71,7 @@ from .python_loops import (
     st_any_traced,
     warn_unrolled,
 )
-from .scan_loops import Int32OverflowError, lifted_for, scan_for, stabilizer
+from .scan_loops import Int32OverflowError, before_binding, lifted_for, scan_for, stabilizer
 from .values import (
     MaybeUndefined,
     UndefinedReturn,
@@ -568,7 +568,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 return python_for(items_from(seq, k), body, state, names, extra_test,
                                    dead=dead)
             try:
-                with tracing_static_loop():
+                with tracing_static_loop(), before_binding(
+                        _follows(plan, verdict, extra_test)):
                     out = scan_for(seq, k, body, state, names, extra_test)
                 changed = outside.changed()
                 if changed is not None:
@@ -579,6 +580,10 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     return _unproven_for(plan, seq, k, body, state, names, extra_test,
                                          dead=dead)
                 return out
+            except _NotFollowed as e:  # found before the scan was put in the program
+                outside.restore()
+                return _unproven_for(e.plan, seq, k, body, state, names, extra_test,
+                                     dead=dead)
             # Never worse than `jax.jit`, which unrolls this loop: a static trip count
             # lets Python run what `lax.scan` cannot stage, whatever stopped it (a carry
             # that grows or changes dtype, a library that cannot be traced inside a scan),
@@ -651,6 +656,31 @@ def _followed(plan: Plan, verdict: invisible.Verdict, names, out, extra_test) ->
     return plan_for(Iterated.STATIC, plan.trips, exits=extra_test is not None,
                     unproven=f"the loop keeps a Python number in {late[0]} that the staged "
                              f"loop cannot hand back as a Python number")
+
+
+class _NotFollowed(Exception):
+    """A staged loop would hand back traced what the Python loop keeps a Python number
+    (see ``_follows``); ``plan`` runs it as Python."""
+
+    def __init__(self, plan: Plan):
+        super().__init__(plan.reason)
+        self.plan = plan
+
+
+def _follows(plan: Plan, verdict: invisible.Verdict, extra_test):
+    """``_followed``'s test of the carried Python ints, made once the staged body is
+    traced and before its scan is put in the program (``scan_loops.before_binding``):
+    an int carried at a position the staged loop does not follow exactly (``finals``)
+    raises ``_NotFollowed``. (What lies outside the loop is compared after the scan:
+    lists and dicts the loop carries are written back only then.)"""
+    def check(carry, finals):
+        for n in verdict.python_ints:
+            if any(i not in finals for i, owner in enumerate(carry.owners) if owner == n):
+                raise _NotFollowed(plan_for(
+                    Iterated.STATIC, plan.trips, exits=extra_test is not None,
+                    unproven=f"the loop keeps a Python number in `{n}` that the staged "
+                             f"loop cannot hand back as a Python number"))
+    return check
 
 
 def _unproven_for(plan: Plan, seq, k: int, body, state, names, extra_test, dead=()):

@@ -5,6 +5,10 @@ the staged loop computing what Python computes."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
+
 import jax
 import jax.extend.core as jax_core
 import jax.numpy as jnp
@@ -22,6 +26,25 @@ from .index_meaning import PythonMeaningError
 from .iterables import Seq
 from .jaxprs import make_jaxpr_and_tree
 from .values import flag_assigned, guard_when_asked, staging, taken_when
+
+# what must hold before a scan the caller may still give up is put into the program
+# (see `before_binding`)
+_BEFORE_BINDING: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
+    "_BEFORE_BINDING", default=None)
+
+
+@contextlib.contextmanager
+def before_binding(check: Callable) -> Iterator[None]:
+    """Calls ``check(carry, finals)`` once ``scan_for`` has traced its body, before it
+    puts the ``lax.scan`` into the program being traced (``finals``: the carried Python
+    ints it hands back exactly, by position). A check that raises gives the loop up
+    there: a scan put in the program and then given up would stay in it wherever its
+    body prints or checks something, and run beside the loop that replaces it."""
+    token = _BEFORE_BINDING.set(check)
+    try:
+        yield
+    finally:
+        _BEFORE_BINDING.reset(token)
 
 
 def stabilizer(carry):
@@ -138,6 +161,9 @@ def scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         out = jax.tree_util.tree_unflatten(out_tree, run(*jax.tree_util.tree_leaves((arrays, kx))))
         return key_order.ordered(out)
 
+    check = _BEFORE_BINDING.get()
+    if check is not None:
+        check(carry, finals)
     with staging():
         final, grown = lax.scan(replay, carry.arrays, (ks, xs))
     final = [finals.get(i, a) for i, a in enumerate(final)]  # Python ints, as under jit

@@ -98,7 +98,9 @@ def cleared_item_assignment(x):
 def cleared_tree_map(x):
     p = {"a": x, "b": x * 2.0}
     for i in range(N):
-        p = jax.tree_util.tree_map(lambda v: v * 0.9 + i * 0.01, p)
+        # (a lambda that closes over `i` keeps `i` a Python int after the loop, which
+        # a scan cannot hand back: that loop runs as Python)
+        p = jax.tree_util.tree_map(lambda v, w: v * 0.9 + w, p, {"a": i * 0.01, "b": i * 0.02})
     return p["a"] + p["b"]
 
 

@@ -495,3 +495,28 @@ def test_attribute_of_a_registered_dataclass_set_in_a_branch_is_carried():
         want = bump(Params(jnp.float32(1.0)), x)
         assert float(jax.jit(autograph.convert(bump))(Params(jnp.float32(1.0)), x)) == want
     assert float(autograph.convert(bump)(Params(jnp.float32(1.0)), 2.0)) == 3.0  # Python `if`
+
+
+def prints_in_a_long_loop(x, v, n):
+    for i0 in range(24):
+        i1 = 0
+        while i1 < n and jnp.all(v >= x):
+            print("step", i0)
+            x = x - 0.5
+            i1 += 1
+    return x + i0
+
+
+def test_a_static_loop_given_up_after_staging_prints_once(capsys):
+    # the 24-step loop is traced as a scan, then runs as Python (its index stays a
+    # Python int after it): the scan must not stay in the program beside it
+    import numpy as np
+    args = (np.float32(-3.0), np.array([-0.4, 2.9, 0.0], np.float32), np.int32(1))
+    want = prints_in_a_long_loop(*args)
+    expected = capsys.readouterr().out
+    assert expected.count("step") == 24
+    got = jax.jit(autograph.convert(prints_in_a_long_loop))(*map(jnp.asarray, args))
+    jax.block_until_ready(got)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == expected
+    assert float(got) == float(want)
