@@ -269,3 +269,6 @@ def _check_exiting(closed, carry, k0: int, n: int) -> None:
     _refuse_int_overflow(closed, carry, 0, [], n)
     if type(n) is int:
         _refuse_python_mismatch(closed, carry, (0, n - 1), [])
+    check = _BEFORE_BINDING.get()
+    if check is not None:
+        check(carry, {})  # a loop that may stop early hands back no Python int exactly

@@ -507,15 +507,30 @@ def prints_in_a_long_loop(x, v, n):
     return x + i0
 
 
-def test_a_static_loop_given_up_after_staging_prints_once(capsys):
-    # the 24-step loop is traced as a scan, then runs as Python (its index stays a
-    # Python int after it): the scan must not stay in the program beside it
+def prints_and_may_break(x, v, n):
+    for i0 in range(24):
+        i1 = 0
+        while i1 < n and jnp.all(v >= x):
+            print("step", i0)
+            x = x - 0.5
+            i1 += 1
+        if x < -100.0:
+            break
+    return x + i0
+
+
+@pytest.mark.parametrize("fn", [prints_in_a_long_loop, prints_and_may_break],
+                         ids=lambda f: f.__name__)
+def test_a_static_loop_given_up_after_staging_prints_once(capsys, fn):
+    # the 24-step loop is traced as a scan (one that may stop early, with `break`),
+    # then runs as Python (its index stays a Python int after it): the scan must not
+    # stay in the program beside it
     import numpy as np
     args = (np.float32(-3.0), np.array([-0.4, 2.9, 0.0], np.float32), np.int32(1))
-    want = prints_in_a_long_loop(*args)
+    want = fn(*args)
     expected = capsys.readouterr().out
     assert expected.count("step") == 24
-    got = jax.jit(autograph.convert(prints_in_a_long_loop))(*map(jnp.asarray, args))
+    got = jax.jit(autograph.convert(fn))(*map(jnp.asarray, args))
     jax.block_until_ready(got)
     jax.effects_barrier()
     assert capsys.readouterr().out == expected
