@@ -304,7 +304,7 @@ class Attributes:
         self.fresh_types: dict[str, Any] = {}  # of those: the body's type, as the proof saw it
         self.pending: dict[str, BaseException] = {}
         self.refused: set[str] = set()
-        self.tests: list[Callable] = []  # the loop's test functions, as given to `wrap`
+        self.tests: dict[Callable, None] = {}  # the loop's test functions, given to `wrap`
 
     def ids(self) -> frozenset:
         """The ids of the objects watched (see ``OuterState``'s ``owned``)."""
@@ -372,7 +372,7 @@ class Attributes:
             return self._call(fn, lead, rest, carried, returns_state, check=True)
 
         if fn is not None and not returns_state:
-            self.tests.append(fn)  # a loop's test: it must not read them either
+            self.tests[fn] = None  # a loop's test: it must not read them either
         return run
 
     def _call(self, fn, lead, rest, carried, returns_state: bool, *, check: bool):
@@ -454,7 +454,7 @@ class Attributes:
                 typed = self._independent(fn, lead, rest, carried, j)
                 if typed is not None and not all(
                         self._independent(test, (), rest, carried, j, typed) is not None
-                        for test in dict.fromkeys(self.tests)):
+                        for test in self.tests):
                     typed = None  # the test reads it (before the first iteration too)
             if typed is None:
                 self.refused.add(label)
@@ -472,9 +472,7 @@ class Attributes:
         before = o.start[a] if a in o.start else Undefined(f"{o.label}.{a}")
         leaves, tree = jax.tree_util.tree_flatten((tuple(lead), tuple(rest)))
         where = [i for i, x in enumerate(leaves) if is_array(x)]
-        shapes = [jax.ShapeDtypeStruct(np.shape(leaves[i]), jax.typeof(leaves[i]).dtype,
-                                       weak_type=jax.typeof(leaves[i]).weak_type)
-                  for i in where]
+        shapes = [jaxprs.aval_struct(jax.typeof(leaves[i])) for i in where]
         found: list = []
 
         def traced(arrays, placeholder):
@@ -497,10 +495,8 @@ class Attributes:
                 assigned = jax.tree_util.tree_leaves(found[-1][2])
                 if not assigned or not all(is_array(x) for x in assigned):
                     return None
-                typed = jax.tree_util.tree_map(
-                    lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.typeof(x).dtype,
-                                                   weak_type=jax.typeof(x).weak_type),
-                    found[-1][2])
+                typed = jax.tree_util.tree_map(lambda x: jaxprs.aval_struct(jax.typeof(x)),
+                                               found[-1][2])
             with staging():
                 second = jaxprs.make_jaxpr(traced, shapes, typed)
         except Exception:  # noqa: BLE001 - a body that fails on either input reads it

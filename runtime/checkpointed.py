@@ -83,7 +83,7 @@ from jax.interpreters import ad, batching, mlir
 from autograph import errors, jax_internals
 
 from . import transforms
-from .jaxprs import make_jaxpr, trace_loop, without_consts
+from .jaxprs import aval_struct, make_jaxpr, trace_loop, without_consts
 from .loop_plan import CHECKPOINTS  # states the backward pass keeps, by default
 
 __all__ = ["checkpointed_loop", "default_checkpoints", "CHECKPOINTS"]
@@ -175,9 +175,9 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
     if not arrays:
         return primal(consts, arrays)
     # the jaxprs the derivative forms run, made when a derivative is first asked for
-    const_avals = [_aval_struct(v.aval) for v in test_jaxpr.jaxpr.constvars
+    const_avals = [aval_struct(v.aval) for v in test_jaxpr.jaxpr.constvars
                    + body_jaxpr.jaxpr.constvars]
-    array_avals = [_aval_struct(a) for a in body_jaxpr.in_avals]
+    array_avals = [aval_struct(a) for a in body_jaxpr.in_avals]
 
     @functools.cache
     def loop() -> _Spec:
@@ -266,10 +266,6 @@ class _Spec(NamedTuple):
 
     def run_body(self, consts, arrays) -> list:
         return list(jax_core.jaxpr_as_fun(self.body)(*consts, *arrays))
-
-
-def _aval_struct(aval) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
 def _loop_jvp(make_loop: Callable[[], _Spec], primal: Callable | None, primals, tangents):

@@ -24,8 +24,14 @@ import numpy as np
 
 from autograph import jax_internals
 
-__all__ = ["make_jaxpr", "make_jaxpr_and_tree", "same_program", "trace_loop", "unused_inputs",
-           "without_consts", "without_inputs"]
+__all__ = ["aval_struct", "make_jaxpr", "make_jaxpr_and_tree", "same_program", "trace_loop",
+           "unused_inputs", "without_consts", "without_inputs"]
+
+
+def aval_struct(aval) -> jax.ShapeDtypeStruct:
+    """``aval`` (``jax.typeof(x)``, a jaxpr variable's) as a ``jax.ShapeDtypeStruct``, to
+    trace with: shape, dtype and weak type."""
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
 
 
 def make_jaxpr(fn: Callable, *args) -> jax_core.ClosedJaxpr:

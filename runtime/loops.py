@@ -651,10 +651,14 @@ def _followed(plan: Plan, verdict: invisible.Verdict, names, out, extra_test) ->
     late = [f"`{n}`" for n in verdict.python_ints if is_traced(out[names.index(n)])]
     late += [f"`{type(o).__name__}.{a}`" for o, a in verdict.attributes
              if is_traced(getattr(o, a, None))]
-    if not late:
-        return plan
+    return plan if not late else _keeps_a_python_number(plan, extra_test, late[0])
+
+
+def _keeps_a_python_number(plan: Plan, extra_test, what: str) -> Plan:
+    """The plan of a loop that keeps a Python number in ``what`` (a quoted name) that
+    the staged loop cannot hand back as one: the Python loop."""
     return plan_for(Iterated.STATIC, plan.trips, exits=extra_test is not None,
-                    unproven=f"the loop keeps a Python number in {late[0]} that the staged "
+                    unproven=f"the loop keeps a Python number in {what} that the staged "
                              f"loop cannot hand back as a Python number")
 
 
@@ -676,10 +680,7 @@ def _follows(plan: Plan, verdict: invisible.Verdict, extra_test):
     def check(carry, finals):
         for n in verdict.python_ints:
             if any(i not in finals for i, owner in enumerate(carry.owners) if owner == n):
-                raise _NotFollowed(plan_for(
-                    Iterated.STATIC, plan.trips, exits=extra_test is not None,
-                    unproven=f"the loop keeps a Python number in `{n}` that the staged "
-                             f"loop cannot hand back as a Python number"))
+                raise _NotFollowed(_keeps_a_python_number(plan, extra_test, f"`{n}`"))
     return check
 
 

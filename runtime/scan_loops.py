@@ -47,6 +47,12 @@ def before_binding(check: Callable) -> Iterator[None]:
         _BEFORE_BINDING.reset(token)
 
 
+def _check_before_binding(carry, finals) -> None:
+    check = _BEFORE_BINDING.get()
+    if check is not None:
+        check(carry, finals)
+
+
 def stabilizer(carry):
     """``counted_loop``'s hook: the carry promoted to what one step makes, or None."""
     def hook(out_avals):
@@ -161,9 +167,7 @@ def scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         out = jax.tree_util.tree_unflatten(out_tree, run(*jax.tree_util.tree_leaves((arrays, kx))))
         return key_order.ordered(out)
 
-    check = _BEFORE_BINDING.get()
-    if check is not None:
-        check(carry, finals)
+    _check_before_binding(carry, finals)
     with staging():
         final, grown = lax.scan(replay, carry.arrays, (ks, xs))
     final = [finals.get(i, a) for i, a in enumerate(final)]  # Python ints, as under jit
@@ -269,6 +273,4 @@ def _check_exiting(closed, carry, k0: int, n: int) -> None:
     _refuse_int_overflow(closed, carry, 0, [], n)
     if type(n) is int:
         _refuse_python_mismatch(closed, carry, (0, n - 1), [])
-    check = _BEFORE_BINDING.get()
-    if check is not None:
-        check(carry, {})  # a loop that may stop early hands back no Python int exactly
+    _check_before_binding(carry, {})  # a loop that may stop early hands back no Python int
