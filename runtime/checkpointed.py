@@ -23,8 +23,11 @@ transformation:
   elements advance in lock step (an element whose test has failed keeps its
   state), so the sweep and the backward pass follow one schedule for the
   whole batch;
-* differentiated again (``jax.hessian``): the forward derivative of the
-  above, so forward-over-reverse works.
+* differentiated again (``jax.hessian``, ``jax.grad(jax.grad(f))``): the
+  second derivatives ``SECOND`` (``c -> c^T D^2 Phi [., d]``) and ``TANGENT2``
+  (``D^2 Phi [t, d]``), each the other's transpose, so reverse over reverse
+  works as forward over reverse does; beyond the second, the derivatives of
+  the *augmented* loop, which carries the tangents along (``_third``).
 
 Which of these happens is JAX's choice after the loop is traced
 (``jax.grad(jax.jit(f))`` traces the loop before the gradient sees it), so
@@ -306,15 +309,23 @@ def _instantiate(t):
 class Form(enum.Enum):
     """What ``checkpointed_while`` computes.
 
-    Inputs are ``*consts, *arrays`` (the loop's inputs), then for ``TANGENT``
-    and ``COTANGENT`` what the sweep kept and the linear inputs.
+    Inputs are ``*consts, *arrays`` (the loop's inputs), then for the other
+    forms what the sweep kept and the linear inputs. ``Phi(consts, arrays)``
+    is the loop's map to its final inexact arrays; its derivatives are taken
+    in the inexact arrays and in the consts that ``diff`` (and ``diff2``) name.
     """
 
     SWEEP = "sweep"  # -> final arrays, kept states (one per array), their positions, n
-    TANGENT = "tangent"  # lin: tangents of the inexact arrays, then of the consts in `diff`
-    #                      -> tangents of the inexact arrays after the loop
-    COTANGENT = "cotangent"  # lin: cotangents of the inexact arrays after the loop
-    #                          -> theirs before it, then those of the consts in `diff`
+    TANGENT = "tangent"  # lin: t: tangents of the inexact arrays, then of the consts in `diff`
+    #                      -> D Phi [t]: tangents of the inexact arrays after the loop
+    COTANGENT = "cotangent"  # lin: c: cotangents of the inexact arrays after the loop
+    #                          -> c^T D Phi: theirs before it, then those of the consts in `diff`
+    # The second derivatives, bilinear in their two linear inputs; each is the
+    # other's transpose, so `jax.grad(jax.grad(f))` goes through them:
+    SECOND = "second"  # lin: c as for COTANGENT, then d: a tangent as for TANGENT, over
+    #                    `diff2` -> c^T D^2 Phi [., d], laid out as COTANGENT's result
+    TANGENT2 = "tangent2"  # lin: t as for TANGENT (over `diff`), then d (over `diff2`)
+    #                        -> D^2 Phi [t, d], laid out as TANGENT's result
 
 
 # Parameters besides `loop` and `form`:
@@ -590,64 +601,203 @@ def _tangent(steps: _Steps, arrays, t, t_consts) -> list:
 
 
 def _impl(*args, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
-          diff: tuple[int, ...], masked: bool = False):
+          diff: tuple[int, ...], diff2: tuple[int, ...] = (), masked: bool = False):
     consts, arrays, kept, lin = _split(args, loop, form)
-    steps = _Steps(loop, consts, lanes, tbatch, diff, masked)
     if form is Form.SWEEP:
-        return _sweep(steps, arrays, loop.checkpoints)
+        return _sweep(_Steps(loop, consts, lanes, tbatch, diff, masked), arrays, loop.checkpoints)
+    n_f = len(loop.floats)
     if form is Form.TANGENT:
-        n_f = len(loop.floats)
+        steps = _Steps(loop, consts, lanes, tbatch, diff, masked)
         return _tangent(steps, arrays, lin[:n_f], lin[n_f:])
-    return _backward(steps, kept[:-2], kept[-2], kept[-1], lin, loop.checkpoints)
+    if form is Form.COTANGENT:
+        steps = _Steps(loop, consts, lanes, tbatch, diff, masked)
+        return _backward(steps, kept[:-2], kept[-2], kept[-1], lin, loop.checkpoints)
+    # a second derivative: one of the above, differentiated forward in consts and
+    # arrays along `d`, for each element of the linear inputs' batch
+    first = Form.COTANGENT if form is Form.SECOND else Form.TANGENT
+    split = n_f if form is Form.SECOND else n_f + len(diff)
+
+    def one(lin):
+        t_consts, t_arrays = _dots(loop, consts, arrays, lin[split:], diff2)
+        t_kept = _kept_tangents(loop, lanes, consts, arrays, t_consts, t_arrays, kept)
+        return jax.jvp(lambda c, a, k: _impl(*c, *a, *k, *lin[:split], loop=loop, form=first,
+                                             lanes=lanes, tbatch=(), diff=diff, masked=masked),
+                       (consts, arrays, kept), (t_consts, t_arrays, t_kept))[1]
+
+    for _ in tbatch:
+        one = jax.vmap(one)
+    return list(one(list(lin)))
+
+
+def _zero_tangent(v):
+    """A zero tangent for ``v`` as ``jax.jvp`` takes it (``float0`` for integers)."""
+    if _inexact(jnp.result_type(v)):
+        return jnp.zeros(jnp.shape(v), jnp.result_type(v))
+    return np.zeros(jnp.shape(v), jax.dtypes.float0)
+
+
+def _dots(loop: _Spec, consts, arrays, d, diff2) -> tuple[list, list]:
+    """Tangents of ``consts`` and ``arrays``: ``d`` (of the inexact arrays, then of
+    the consts in ``diff2``), zero elsewhere."""
+    t_arrays = [_zero_tangent(a) for a in arrays]
+    for i, t in zip(loop.floats, d):
+        t_arrays[i] = t
+    t_consts = [_zero_tangent(c) for c in consts]
+    for i, t in zip(diff2, d[len(loop.floats):]):
+        t_consts[i] = t
+    return t_consts, t_arrays
 
 
 def _abstract_eval(*avals, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
-                   diff: tuple[int, ...]):
+                   diff: tuple[int, ...], diff2: tuple[int, ...] = ()):
     consts, arrays, _, lin = _split(avals, loop, form)
     if form is Form.SWEEP:
         slots = loop.checkpoints + 1
         return (list(arrays) + [a.update(shape=(slots,) + a.shape) for a in arrays]
                 + [ShapedArray((slots,), jnp.int32), ShapedArray((), jnp.int32)])
     out = [a.update(weak_type=False) for a in lin[:len(loop.floats)]]
-    if form is Form.COTANGENT:
+    if form in (Form.COTANGENT, Form.SECOND):
         out += [consts[i].update(shape=tbatch + consts[i].shape, weak_type=False)
                 for i in diff]
     return out
 
 
-def _jvp(primals, tangents, *, loop: _Spec, form: Form, **params):
-    """Forward mode through any form: its linear part, and the rest by ``jax.jvp``."""
-    out = _checkpointed_while_p.bind(*primals, loop=loop, form=form, **params)
+def _linear_groups(loop: _Spec, form: Form, diff, diff2) -> list[tuple[int, int]]:
+    """The ranges of the linear inputs the form is linear in, each group alone."""
+    n_f = len(loop.floats)
+    if form is Form.SWEEP:
+        return []
+    if form is Form.TANGENT:
+        return [(0, n_f + len(diff))]
+    if form is Form.COTANGENT:
+        return [(0, n_f)]
+    split = n_f if form is Form.SECOND else n_f + len(diff)
+    return [(0, split), (split, split + n_f + len(diff2))]
+
+
+def _jvp(primals, tangents, *, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
+         diff: tuple[int, ...], diff2: tuple[int, ...] = ()):
+    """Forward mode through any form, as forms again wherever one serves.
+
+    The kept states are a cache of the consts and arrays: they get no
+    tangent here, and each form's derivative in the consts and arrays finds
+    what it needs from theirs. So every derivative up to the second is one
+    of the forms, which transpose into each other (``jax.grad`` of
+    ``jax.grad``); a third runs forward only.
+    """
+    params = dict(lanes=lanes, tbatch=tbatch)
+    out = _checkpointed_while_p.bind(*primals, loop=loop, form=form, diff=diff, diff2=diff2,
+                                     **params)
     n = _n_primal(loop, form)
-    total = None
-    if not all(type(t) is ad.Zero for t in tangents[n:]):  # linear in these
-        total = _checkpointed_while_p.bind(*primals[:n], *map(ad.instantiate_zeros,
-                                                              tangents[n:]),
-                                           loop=loop, form=form, **params)
-    if not all(type(t) is ad.Zero for t in tangents[:n]):
-        # Under `jax.vmap` this plain code follows each element while the kept states
-        # (and n) are the batch's, whose schedule may run past the element's end:
-        # masked steps keep it there, and the sweep's tangents follow that schedule.
-        dots = list(map(ad.instantiate_zeros, tangents[:n]))
-        if form is Form.SWEEP:
-            found = _sweep_tangent(loop, params["lanes"], primals, dots, out)
+    consts, arrays, kept, lin = _split(primals, loop, form)
+    t_consts, t_arrays, _, t_lin = _split(tangents, loop, form)
+    parts: list[list] = []
+    for lo, hi in _linear_groups(loop, form, diff, diff2):  # linear (bilinear) in these
+        if any(type(t) is not ad.Zero for t in t_lin[lo:hi]):
+            new = list(lin)
+            new[lo:hi] = map(ad.instantiate_zeros, t_lin[lo:hi])
+            parts.append(_checkpointed_while_p.bind(*primals[:n], *new, loop=loop, form=form,
+                                                    diff=diff, diff2=diff2, **params))
+    d2 = tuple(i for i, t in enumerate(t_consts)
+               if type(t) is not ad.Zero and _inexact(jnp.result_type(consts[i])))
+    d_floats = [t_arrays[i] for i in loop.floats]
+    if d2 or any(type(t) is not ad.Zero for t in d_floats):
+        d = [ad.instantiate_zeros(t) for t in d_floats] + [t_consts[i] for i in d2]
+        if form is Form.SWEEP:  # the final arrays' tangents; the kept states get none
+            found = _checkpointed_while_p.bind(*consts, *arrays, *out[loop.n_arrays:], *d,
+                                               loop=loop, form=Form.TANGENT, diff=d2, **params)
+            aligned: list = [None] * len(out)
+            for i, t in zip(loop.floats, found):
+                aligned[i] = t
+            parts.append(aligned)
+        elif form in (Form.TANGENT, Form.COTANGENT):
+            d = [jnp.broadcast_to(x, tbatch + jnp.shape(x)) for x in d]
+            second = Form.TANGENT2 if form is Form.TANGENT else Form.SECOND
+            parts.append(_checkpointed_while_p.bind(*primals[:n], *lin, *d, loop=loop,
+                                                    form=second, diff=diff, diff2=d2, **params))
         else:
-            lin = primals[n:]
-            _, found = jax.jvp(
-                lambda *p: _impl(*p, *lin, loop=loop, form=form, masked=True, **params),
-                tuple(primals[:n]), tuple(dots))
-        total = found if total is None else [a + b for a, b in zip(total, found)]
-    if total is None:
-        return out, [_zero(v) for v in out]
-    return out, [t if _inexact(v.dtype) else _zero(v) for v, t in zip(out, total)]
+            parts.append(_third(loop, form, primals, tangents, diff, diff2, params))
+    total: list = [None] * len(out)
+    for part in parts:
+        total = [t if p is None else p if t is None else t + p for t, p in zip(total, part)]
+    return out, [t if t is not None and _inexact(v.dtype) else _zero(v)
+                 for v, t in zip(out, total)]
 
 
-def _sweep_tangent(loop: _Spec, lanes: int, primals, dots, out) -> list:
-    """The tangents of the sweep's final arrays and kept states (None for the others),
-    at the positions ``out`` says the states were kept at."""
-    consts, arrays, _, _ = _split(primals, loop, Form.SWEEP)
-    t_consts, t_arrays, _, _ = _split(dots, loop, Form.SWEEP)
-    pos, n = out[-2], out[-1]
+def _third(loop: _Spec, form: Form, primals, tangents, diff, diff2, params) -> list:
+    """A second derivative's derivative in its consts and arrays.
+
+    A second derivative of the loop is a first derivative of its *augmented*
+    loop (:func:`_augmented`), which carries the tangents of the inexact arrays
+    along: ``SECOND`` is part of that loop's ``COTANGENT``, ``TANGENT2`` part of
+    its ``TANGENT``. Written so, its derivative is of the forms above again,
+    to any order, in forward and in reverse mode.
+    """
+    consts, arrays, _, lin = _split(primals, loop, form)
+    t_consts, t_arrays, _, _ = _split(tangents, loop, form)
+    t_consts = [_zero_tangent(c) if type(t) is ad.Zero else t for c, t in zip(consts, t_consts)]
+    t_arrays = [_zero_tangent(a) if type(t) is ad.Zero else t for a, t in zip(arrays, t_arrays)]
+    n_f, lanes = len(loop.floats), params["lanes"]
+    second = form is Form.SECOND
+    split = n_f if second else n_f + len(diff)
+    carried = diff2 if second else diff  # the consts whose tangents it carries
+    aug = _augmented(loop, carried)
+
+    def value(consts, arrays, lin):
+        first, d = lin[:split], lin[split:]
+        t = d if second else first
+        c_a, a_a = list(consts) + list(t[n_f:]), list(arrays) + list(t[:n_f])
+        kept = _checkpointed_while_p.bind(*c_a, *a_a, loop=aug, form=Form.SWEEP, lanes=lanes,
+                                          tbatch=(), diff=())[aug.n_arrays:]
+        if second:  # the gradient of <c, D Phi [d]> in the arrays and the consts in diff
+            ct = [jnp.zeros_like(arrays[i]) for i in loop.floats] + list(first)
+            out = _checkpointed_while_p.bind(*c_a, *a_a, *kept, *ct, loop=aug,
+                                             form=Form.COTANGENT, lanes=lanes, tbatch=(),
+                                             diff=diff)
+            return list(out[:n_f]) + list(out[2 * n_f:])
+        along = list(d[:n_f]) + [jnp.zeros_like(v) for v in first[:n_f]] + list(d[n_f:])
+        out = _checkpointed_while_p.bind(*c_a, *a_a, *kept, *along, loop=aug,
+                                         form=Form.TANGENT, lanes=lanes, tbatch=(), diff=diff2)
+        return list(out[n_f:])  # the change of D Phi [t] along d
+
+    for _ in params["tbatch"]:  # an augmented loop for each element of the linear batch
+        value = jax.vmap(value, in_axes=(None, None, 0))
+    return list(jax.jvp(lambda c, a: value(c, a, lin), (consts, arrays),
+                        (t_consts, t_arrays))[1])
+
+
+def _augmented(loop: _Spec, carried: tuple[int, ...]) -> _Spec:
+    """The loop that also carries the tangents of ``loop``'s inexact arrays and has
+    those of its consts in ``carried`` as consts of its own: its consts are
+    ``(*consts, *their tangents)``, its arrays ``(*arrays, *their tangents)``."""
+    n_c, n_a = loop.n_consts, loop.n_arrays
+    avals = [aval_struct(a) for a in loop.body.in_avals]
+    c_avals, a_avals = avals[:n_c], avals[n_c:]
+    plain = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+    c_aug = c_avals + [plain[i] for i in carried]
+    a_aug = a_avals + [plain[n_c + i] for i in loop.floats]
+
+    def test(c, a):
+        return [loop.run_test(c[:n_c], a[:n_a])]
+
+    def body(c, a):
+        steps = _Steps(loop, c[:n_c], 0, (), carried)
+        f, xf, dc = steps._differentiable(a[:n_a])
+        out_f, t_out, others = jax.jvp(f, (xf, dc), (list(a[n_a:]), list(c[n_c:])),
+                                       has_aux=True)
+        return steps._merge(out_f, others) + [t.astype(v.dtype) for t, v in zip(t_out, out_f)]
+
+    return _Spec(test=make_jaxpr(test, c_aug, a_aug), body=make_jaxpr(body, c_aug, a_aug),
+                 n_consts=n_c + len(carried), checkpoints=loop.checkpoints)
+
+
+def _kept_tangents(loop: _Spec, lanes: int, consts, arrays, t_consts, t_arrays, kept) -> list:
+    """The tangents of the kept states (zero for the positions and ``n``), for the
+    tangents of the loop's consts and arrays: the loop run again along the
+    sweep's schedule with its tangents, keeping them where the sweep kept its
+    states. Under ``jax.vmap`` the schedule (``n`` steps) is the batch's, which
+    may run past an element's end: masked steps keep it there."""
+    pos, n = kept[-2], kept[-1]
     floats = loop.floats
     scratch = loop.checkpoints
 
@@ -658,7 +808,7 @@ def _sweep_tangent(loop: _Spec, lanes: int, primals, dots, out) -> list:
         k, x, t, buf = s
         hit = pos == k
         buf = _write(buf, jnp.where(jnp.any(hit), jnp.argmax(hit), scratch), t)
-        t_all = [np.zeros(jnp.shape(v), jax.dtypes.float0) for v in x]
+        t_all = [_zero_tangent(v) for v in x]
         for i, v in zip(floats, t):
             t_all[i] = v
         x, t_out = jax.jvp(step, (consts, x), (t_consts, t_all))
@@ -666,13 +816,13 @@ def _sweep_tangent(loop: _Spec, lanes: int, primals, dots, out) -> list:
 
     buf = [jnp.zeros((scratch + 1,) + jnp.shape(arrays[i]), jnp.result_type(arrays[i]))
            for i in floats]
-    _, _, t, buf = lax.while_loop(lambda s: s[0] < n, advance,
+    _, _, _, buf = lax.while_loop(lambda s: s[0] < n, advance,
                                   (jnp.int32(0), list(arrays), [t_arrays[i] for i in floats],
                                    buf))
-    found: list[Any] = [None] * len(out)
+    out = [_zero_tangent(k) for k in kept]
     for j, i in enumerate(floats):
-        found[i], found[loop.n_arrays + i] = t[j], buf[j]
-    return found
+        out[i] = buf[j]
+    return out
 
 
 def _zero(v) -> ad.Zero:
@@ -681,24 +831,56 @@ def _zero(v) -> ad.Zero:
 
 
 def _transpose(cts, *args, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
-               diff: tuple[int, ...]):
+               diff: tuple[int, ...], diff2: tuple[int, ...] = ()):
     n = _n_primal(loop, form)
     primals = args[:n]
     if form is Form.SWEEP or any(ad.is_undefined_primal(x) for x in primals):
         raise NotImplementedError("a loop's derivative is linear in its tangents only")
     cts = [ad.instantiate_zeros(c) for c in cts]
-    flipped = Form.COTANGENT if form is Form.TANGENT else Form.TANGENT
-    out = _checkpointed_while_p.bind(*primals, *cts, loop=loop, form=flipped, lanes=lanes,
-                                     tbatch=tbatch, diff=diff)
-    return [None] * n + list(out)
+    lin = list(args[n:])
+    n_f = len(loop.floats)
+
+    def bind(form, *lin, diff, diff2=()):
+        return list(_checkpointed_while_p.bind(*primals, *lin, loop=loop, form=form,
+                                               lanes=lanes, tbatch=tbatch, diff=diff,
+                                               diff2=diff2))
+
+    if form is Form.TANGENT:
+        return [None] * n + bind(Form.COTANGENT, *cts, diff=diff)
+    if form is Form.COTANGENT:
+        return [None] * n + bind(Form.TANGENT, *cts, diff=diff)
+    # the second derivatives, of c^T Phi: D^2 Phi is symmetric in its two arguments
+    split = n_f if form is Form.SECOND else n_f + len(diff)
+    first, second = lin[:split], lin[split:]
+    if any(ad.is_undefined_primal(x) for x in first):
+        if form is Form.SECOND:  # in c: v -> D^2 Phi [v, d]
+            found = bind(Form.TANGENT2, *cts, *second, diff=diff, diff2=diff2)
+        else:  # in t: w -> w^T D^2 Phi [., d]
+            found = bind(Form.SECOND, *cts, *second, diff=diff, diff2=diff2)
+        return [None] * n + found + [None] * len(second)
+    if form is Form.SECOND:  # in d: v -> c^T D^2 Phi [., v], its rows and columns swapped
+        found = bind(Form.SECOND, *first, *cts, diff=diff2, diff2=diff)
+    else:  # in d: w -> w^T D^2 Phi [t, .]
+        found = bind(Form.SECOND, *cts, *first, diff=diff2, diff2=diff)
+    return [None] * n + [None] * len(first) + found
+
+
+def _lin_consts(loop: _Spec, form: Form, diff, diff2) -> list[int | None]:
+    """For each linear input: the const whose tangent (cotangent) it is, or None for
+    one of an inexact array."""
+    arrays: list[int | None] = [None] * len(loop.floats)
+    return {Form.SWEEP: [], Form.TANGENT: arrays + list(diff), Form.COTANGENT: arrays,
+            Form.SECOND: arrays + arrays + list(diff2),
+            Form.TANGENT2: arrays + list(diff) + arrays + list(diff2)}[form]
 
 
 def _batch(args, dims, *, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
-           diff: tuple[int, ...]):
+           diff: tuple[int, ...], diff2: tuple[int, ...] = ()):
     consts, arrays, kept, lin = _split(args, loop, form)
     c_dims, a_dims, k_dims, l_dims = _split(dims, loop, form)
     size = next(jnp.shape(x)[d] for x, d in zip(args, dims) if d is not None)
     lead = len(tbatch)
+    params = dict(loop=loop, form=form, diff=diff, diff2=diff2)
     if any(d is not None for d in k_dims[-2:]):
         # the sweep of a batched loop keeps one schedule for the batch
         raise NotImplementedError("the steps a batched loop kept differ between elements")
@@ -707,32 +889,29 @@ def _batch(args, dims, *, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int
         if any(d is not None for d in k_dims):
             raise NotImplementedError("the kept states are batched, the loop is not")
         lin = [batching.bdim_at_front(x, d, size) for x, d in zip(lin, l_dims)]
-        out = _checkpointed_while_p.bind(*consts, *arrays, *kept, *lin, loop=loop, form=form,
-                                         lanes=lanes, tbatch=(size,) + tbatch, diff=diff)
+        out = _checkpointed_while_p.bind(*consts, *arrays, *kept, *lin, lanes=lanes,
+                                         tbatch=(size,) + tbatch, **params)
         return out, [0] * len(out)
 
     # the loop itself is batched: one more lane, which every carried array has
-    n_f = len(loop.floats)
+    owners = _lin_consts(loop, form, diff, diff2)
     batched = [d is not None for d in c_dims]
-    for j, i in enumerate(diff):
-        if form is Form.COTANGENT:  # each element has its own cotangent of the const
+    if form in (Form.COTANGENT, Form.SECOND):  # each element has its own cotangent of these
+        for i in diff:
             batched[i] = True
-        elif form is Form.TANGENT:  # a const whose tangent is batched is batched too
-            batched[i] = batched[i] or l_dims[n_f + j] is not None
+    for owner, d in zip(owners, l_dims):  # a const whose tangent is batched is batched too
+        if owner is not None and d is not None:
+            batched[owner] = True
     consts = [batching.bdim_at_front(x, d, size) if b else x
               for x, d, b in zip(consts, c_dims, batched)]
     arrays = [batching.bdim_at_front(x, d, size) for x, d in zip(arrays, a_dims)]
     states = [_at_axis(x, d, size, 1) for x, d in zip(kept[:-2], k_dims[:-2])]
     kept = states + kept[-2:]
-
-    new_lin = [_at_axis(x, d, size, lead) for x, d in zip(lin[:n_f], l_dims[:n_f])]
-    if form is Form.TANGENT:
-        for j, i in enumerate(diff):
-            x, d = lin[n_f + j], l_dims[n_f + j]
-            new_lin.append(_at_axis(x, d, size, lead) if batched[i] else x)
-    new_loop = _batched(loop, consts, arrays, [0 if b else None for b in batched])
-    out = _checkpointed_while_p.bind(*consts, *arrays, *kept, *new_lin, loop=new_loop,
-                                     form=form, lanes=lanes + 1, tbatch=tbatch, diff=diff)
+    lin = [_at_axis(x, d, size, lead) if i is None or batched[i] else x
+           for x, d, i in zip(lin, l_dims, owners)]
+    params["loop"] = _batched(loop, consts, arrays, [0 if b else None for b in batched])
+    out = _checkpointed_while_p.bind(*consts, *arrays, *kept, *lin, lanes=lanes + 1,
+                                     tbatch=tbatch, **params)
     if form is Form.SWEEP:
         return out, [0] * loop.n_arrays + [1] * loop.n_arrays + [None, None]
     return out, [lead] * len(out)
