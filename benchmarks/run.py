@@ -115,6 +115,10 @@ def table(results) -> list:
         rows.append(_row(f"value_and_grad, {r['steps']} steps of a while with no bound, "
                          f"checkpointed", r["checkpointed_us"], "us", "hand-written scan",
                          r["scan_us"], *goal))
+    for r in ck.get("second_order", []):
+        rows.append(_row(f"Hessian-vector product, {r['form']}, {r['steps']} steps of a "
+                         f"while with no bound", r["checkpointed_us"], "us",
+                         "hand-written scan", r["scan_us"], None))
     for r in results["first_call"]:
         rows.append(_row(f"first call, {r['program']}", r["converted_ms"], "ms",
                          "hand-written lax", r["lax_ms"], "ratio <= 1.1", 1.1))
