@@ -239,3 +239,42 @@ def test_sweep_keeps_every_stride_th_state(n):
 def test_the_loop_is_one_primitive_under_grad():
     assert "checkpointed_while" in primitives(jax.make_jaxpr(jax.grad(_counted))(X0, A, 3))
     assert "checkpointed_while" not in primitives(jax.make_jaxpr(_counted)(X0, A, 3))
+
+
+# -- second derivatives: the bilinear forms and their transposes ---------------------
+
+
+def _hessians(f):
+    """The Hessian of ``f`` in its first two arguments, by the four spellings."""
+    args = (0, 1)
+    return {"jacfwd(jacrev)": jax.jacfwd(jax.jacrev(f, args), args),
+            "jacrev(jacrev)": jax.jacrev(jax.jacrev(f, args), args),
+            "jacrev(jacfwd)": jax.jacrev(jax.jacfwd(f, args), args),
+            "jacfwd(jacfwd)": jax.jacfwd(jax.jacfwd(f, args), args)}
+
+
+def test_hessians_equal_the_scans():
+    # in the state (x) and in a value the body reads from outside (a): the forms'
+    # derivatives in the consts; the int count in the state has none. Each spelling
+    # compiled once: the count is traced.
+    compiled = {name: jax.jit(h) for name, h in _hessians(_counted).items()}
+    for n in TRIPS:
+        want = jax.hessian(_scanned, (0, 1))(X0, A, n)
+        for name, hessian in compiled.items():
+            got = hessian(X0, A, jnp.int32(n))
+            for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+                np.testing.assert_allclose(g, w, rtol=2e-4, atol=1e-5, err_msg=f"{name} {n}")
+
+
+def test_second_forms_are_each_others_transposes():
+    # <u, H v> == <H u, v> through the forms, where one product is reverse over
+    # reverse and the other forward over reverse
+    n = 3 * S + 1
+    f = lambda x: _counted(x, A, n)  # noqa: E731
+    u, v = np.array([1.0, 0.5, -2.0], np.float32), np.array([-0.3, 2.0, 0.7], np.float32)
+    reverse = jax.grad(lambda x: jnp.vdot(jax.grad(f)(x), u))
+    forward_hv = jax.jit(lambda x: jax.jvp(jax.grad(f), (x,), (v,))[1])(X0)
+    reverse_hu = jax.jit(reverse)(X0)
+    np.testing.assert_allclose(jnp.vdot(u, forward_hv), jnp.vdot(reverse_hu, v), rtol=1e-4)
+    jaxpr = str(jax.make_jaxpr(reverse)(X0))
+    assert "form=Form.SECOND" in jaxpr  # the transposed second form, not a while_loop's
