@@ -10,8 +10,7 @@ Public API: :func:`convert`, :func:`to_code`, :func:`do_not_convert`,
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
-from autograph import api as _api
-from autograph import runtime as _runtime  # noqa: F401 - registers the call converter
+from autograph import runtime as _runtime  # noqa: F401 - what generated code calls (`ag__`)
 from autograph.api import convert, do_not_convert, to_code
 from autograph.directives import set_loop_options
 from autograph.errors import (
@@ -30,8 +29,6 @@ from autograph.function import ConcreteFunction, Function, function
 from autograph.modes import functions_run_eagerly, run_eagerly, run_functions_eagerly
 from autograph.runtime.side_effects import autograph_print as print  # noqa: A001
 from autograph.specs import TensorSpec
-
-_runtime.calls.set_converter(_api.convert_for_call)
 
 try:  # one version number: the distribution's (pyproject.toml)
     __version__ = _version("autograph-jax")

@@ -32,8 +32,10 @@ an object with a ``__call__``      its converted ``__call__``, unless a library'
 anything else                      itself
 =================================  ==============================================
 
-The conversion itself is registered by ``autograph.api`` through
-:func:`set_converter`, which keeps this module free of AST code.
+The conversion itself is ``autograph.api.convert_for_call``, imported when a
+function is first converted (:func:`_convert`): this module holds no AST code
+and no converter set from outside, and ``exec(autograph.to_code(f),
+{"ag__": autograph.runtime})`` runs as it is.
 """
 
 from __future__ import annotations
@@ -63,7 +65,6 @@ SKIP_PACKAGES = frozenset({
     "pluggy", "typing_extensions", "gast", "IPython",
 }) | frozenset(sys.stdlib_module_names)
 
-_converter: Callable | None = None
 _resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _converted: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _do_not_convert: "weakref.WeakSet" = weakref.WeakSet()
@@ -71,10 +72,10 @@ _builtins: dict = {}
 _SELF = object()  # in `_resolved`: the function runs as it is
 
 
-def set_converter(fn: Callable) -> None:
-    """Registers ``fn(function) -> converted function or the function itself``."""
-    global _converter
-    _converter = fn
+def _convert(f: types.FunctionType) -> Callable:
+    """``f`` converted, or ``f`` itself where it cannot be (``convert_for_call``)."""
+    from autograph import api  # which imports this module: looked up when first needed
+    return api.convert_for_call(f)
 
 
 def register_converted(wrapper: Callable, converted: Callable) -> None:
@@ -175,7 +176,7 @@ def _memo(f, build: Callable):
 
 
 def _function(f: types.FunctionType):
-    if library_module(f) is not None or _converter is None:
+    if library_module(f) is not None:
         rebuilt = libraries.rebuild(f, resolve)  # a linen method: around the user's method
         if rebuilt is not None:
             return rebuilt
@@ -183,7 +184,7 @@ def _function(f: types.FunctionType):
         if e is not None:
             return transforms.convert_arguments(f, e, resolve)
         return handing_converted(f) if _calls_back(f) else f
-    return _converter(f)
+    return _convert(f)
 
 
 # -- user functions handed to libraries ----------------------------------------------
@@ -288,7 +289,7 @@ def resolve(f):
             target = _function(f)
             # one the converter refused is asked again on its next call: its caller
             # may be strict (an error then), where this one warned
-            if target is not f or library_module(f) is not None or _converter is None:
+            if target is not f or library_module(f) is not None:
                 _cache(f, target)
         return target
     if isinstance(f, types.MethodType):

@@ -12,7 +12,7 @@ import pytest
 
 import autograph
 from autograph import TensorSpec, pipeline
-from autograph.runtime import calls as ag_calls
+from autograph import api as autograph_api
 from tests.helpers import count
 
 # -- call trees -------------------------------------------------------------------------------
@@ -118,13 +118,13 @@ def test_library_code_never_converted_and_conversion_cached(monkeypatch):
     import copy
 
     seen = []
-    real = ag_calls._converter
+    real = autograph_api.convert_for_call
 
     def spy(fn):
         seen.append(fn)
         return real(fn)
 
-    monkeypatch.setattr(ag_calls, "_converter", spy)
+    monkeypatch.setattr(autograph_api, "convert_for_call", spy)
     converted = []
     real_convert_tree = pipeline.convert_tree
 
