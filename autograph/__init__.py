@@ -27,7 +27,7 @@ from autograph.errors import (
 from autograph.export import ArtifactError, export, load, save
 from autograph.function import ConcreteFunction, Function, function
 from autograph.modes import functions_run_eagerly, run_eagerly, run_functions_eagerly
-from autograph.runtime.side_effects import autograph_print as print  # noqa: A001
+from autograph.runtime.python.side_effects import autograph_print as print  # noqa: A001
 from autograph.specs import TensorSpec
 
 try:  # one version number: the distribution's (pyproject.toml)

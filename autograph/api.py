@@ -19,12 +19,12 @@ import jax
 from autograph import directive_calls, errors, loader, parsing, pipeline
 from autograph.callables import is_function, unwrap
 from autograph.converters import index_uses
-from autograph.runtime import calls as _calls
-from autograph.runtime import libraries as _libraries
-from autograph.runtime import objects as _objects
-from autograph.runtime import run_time_errors as _run_time_errors
-from autograph.runtime import transforms as _transforms
-from autograph.runtime.index_meaning import PYTHON_PARAMS
+from autograph.runtime.carried import objects as _objects
+from autograph.runtime.core import run_time_errors as _run_time_errors
+from autograph.runtime.functions import calls as _calls
+from autograph.runtime.functions import libraries as _libraries
+from autograph.runtime.functions import transforms as _transforms
+from autograph.runtime.functions.index_meaning import PYTHON_PARAMS
 
 
 class _CodeCache:
@@ -280,7 +280,7 @@ def _outside_libraries(level: int) -> int:
 
 
 def _check_outputs(result, fn):
-    from autograph.runtime.values import Undefined, raise_undefined
+    from autograph.runtime.core.values import Undefined, raise_undefined
     for leaf in jax.tree_util.tree_leaves(result, is_leaf=lambda x: isinstance(x, Undefined)):
         if isinstance(leaf, Undefined):
             raise_undefined(leaf)

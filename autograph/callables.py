@@ -12,7 +12,7 @@ import functools
 import types
 from typing import TYPE_CHECKING, TypeGuard
 
-from autograph.runtime import transforms as _transforms
+from autograph.runtime.functions import transforms as _transforms
 
 if TYPE_CHECKING:  # (for the type checker only: `function` imports this module)
     from autograph.function import Function

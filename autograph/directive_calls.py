@@ -176,7 +176,7 @@ class Resolver:
         if name in self._local_imports or name in self._locals:
             return False
         if self._namespace is not None:
-            from autograph.runtime.calls import library_module
+            from autograph.runtime.functions.calls import library_module
             value = self._namespace.get(name, _MISSING)
             if isinstance(value, functools.partial):
                 value = value.func

@@ -37,7 +37,7 @@ def set_loop_options(*, maximum_iterations: int | None = None,
     * checkpointed: any other loop. Its backward pass keeps ``checkpoints``
       copies of the loop state (by default 128, fewer for a state over 2 MiB),
       or as many as fit in ``checkpoint_memory`` bytes, and recomputes the
-      steps between them; see :mod:`autograph.runtime.checkpointed` for the
+      steps between them; see :mod:`autograph.runtime.loop_forms.checkpointed` for the
       bounds. A loop whose trip count fits in about half the copies keeps
       every state and recomputes nothing, as a ``lax.scan`` of known length
       does; the copies are allocated (on CPU, zeroed) on every call, so more

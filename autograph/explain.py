@@ -38,7 +38,7 @@ from autograph.converters import (
     while_statements,
 )
 from autograph.naming import Namer, Role
-from autograph.runtime.loop_plan import (
+from autograph.runtime.loop_forms.loop_plan import (
     CHECKPOINTS,
     PYTHON_TRIPS,
     Form,

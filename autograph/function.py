@@ -23,7 +23,7 @@ on one device. A ``Function`` whose ``in_shardings``/``out_shardings`` span
 more than one device traces them unordered from the start; one that meets a
 program over several devices otherwise (arguments sharded over a mesh) traces
 again unordered, and keeps to unordered callbacks from then on (see
-:mod:`autograph.runtime.host_callbacks` for what each device then runs). There
+:mod:`autograph.runtime.core.host_callbacks` for what each device then runs). There
 a call whose program stages a check waits for its results, so that a check
 that fails on any device fails the call.
 """
@@ -52,11 +52,11 @@ from autograph.concrete import (
     check_spec,
     describe,
 )
-from autograph.runtime import host_callbacks as _host_callbacks
-from autograph.runtime import libraries as _libraries
-from autograph.runtime import objects as _objects
-from autograph.runtime import run_time_errors as _run_time_errors
-from autograph.runtime import transforms as _transforms
+from autograph.runtime.carried import objects as _objects
+from autograph.runtime.core import host_callbacks as _host_callbacks
+from autograph.runtime.core import run_time_errors as _run_time_errors
+from autograph.runtime.functions import libraries as _libraries
+from autograph.runtime.functions import transforms as _transforms
 from autograph.static_keys import keyed as _keyed
 from autograph.static_keys import unkeyed as _unkeyed
 from autograph.static_leaves import held, holds_module, release, static_outputs

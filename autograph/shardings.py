@@ -2,7 +2,7 @@
 
 * :func:`spans_devices`: whether ``in_shardings``/``out_shardings`` put the
   program on more than one device, where its ``print``, ``assert`` and
-  ``raise`` run unordered (see :mod:`autograph.runtime.host_callbacks`).
+  ``raise`` run unordered (see :mod:`autograph.runtime.core.host_callbacks`).
 * :func:`without_static`: ``in_shardings`` for a call some of whose arguments
   are Python values. ``jax.jit`` matches ``in_shardings`` against the arguments
   that are not static; ``autograph.function`` makes a Python number static (it

@@ -40,7 +40,7 @@ import weakref
 import jax
 import numpy as np
 
-from autograph.runtime.state import float_key
+from autograph.runtime.carried.state import float_key
 
 _SIMPLE = frozenset({bool, int, str, bytes, type(None)})
 # objects whose identity is what they are: never keyed by their attributes

@@ -11,11 +11,11 @@ built-ins (unless the function rebinds the name), functions reached through
 well-known library modules (``jnp.``, ``lax.``, ``np.``, ...), and common
 methods of arrays, lists, dicts and strings. The built-ins the runtime gives
 Python's meaning on traced values (``min``, ``float``, ``any``, ...; see
-``runtime/builtins``) are calls like any other: the runtime finds its own
+``runtime/python/builtins``) are calls like any other: the runtime finds its own
 operator by the callee's identity, so a name the module binds to something
 else (``from numpy import max``) keeps its meaning. So are ``math``'s
 functions (``math.sin(x)`` of a traced ``x`` is ``jnp.sin``; see
-``runtime/math_functions``) and ``operator``'s (``operator.truth``,
+``runtime/python/math_functions``) and ``operator``'s (``operator.truth``,
 ``operator.not_``: ``bool`` and ``not`` of a traced value). Inside the body of a
 `try` with handlers they stay plain calls: there a handler may catch the
 error ``int(x)`` of a traced ``x`` raises while tracing, as under plain
@@ -46,7 +46,7 @@ NODES = (gast.Call,)  # the pass is skipped when the tree has none
 REQUIRES = (Analysis.SCOPES,)
 KEEPS = (Analysis.SCOPES,)  # rewrites calls only: no name is bound or rebound
 
-# Built-ins the runtime replaces where an argument is traced (`runtime/builtins`);
+# Built-ins the runtime replaces where an argument is traced (`runtime/python/builtins`);
 # equal to its table, as a test checks.
 TRACED_BUILTINS = frozenset({"float", "int", "bool", "complex", "min", "max", "any", "all",
                              "sorted", "pow", "map", "filter"})

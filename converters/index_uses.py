@@ -328,7 +328,7 @@ def python_use(node: gast.For) -> str | None:
 def parameter_uses(node: gast.FunctionDef) -> dict[str, str]:
     """``{parameter: why}`` for the parameters ``node`` uses as Python values, were
     they Python ints (a staged loop's index passed to a helper; see
-    ``runtime/index_meaning``). Attributes do not count: a parameter is usually
+    ``runtime/functions/index_meaning``). Attributes do not count: a parameter is usually
     an array, whose ``.shape`` and ``.sum()`` a traced index has too."""
     args = node.args
     params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs

@@ -14,7 +14,7 @@ the message of an `assert` or a `raise`, see ``assert_statements`` and
 ``raise_statements``) is done when the program runs, with the same format
 specs and conversions: f-strings, ``.format(...)``, ``%`` on a string
 literal, and the built-ins ``str``, ``repr`` and ``format``. Each operator
-(``runtime/strings``) formats at once when no operand is traced, as Python
+(``runtime/python/strings``) formats at once when no operand is traced, as Python
 does. A function that rebinds ``print`` (or ``str``, ``repr``, ``format``)
 keeps it.
 """

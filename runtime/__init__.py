@@ -7,13 +7,12 @@ semantics; traced values are staged with ``lax``.
 import builtins as _python
 import operator  # generated code names comparisons and in-place operators by these functions
 
-from . import builtins, calls, math_functions
-from .builtins import in_
-from .calls import converted_call
-from .conditionals import if_exp, if_stmt
-from .items import setitem, setitem_attr
-from .logical import and_, not_, or_
-from .loops import (
+from .branches.conditionals import if_exp, if_stmt
+from .branches.logical import and_, not_, or_
+from .core.values import Undefined, UndefinedReturn, ld, outer_assigned
+from .functions import calls
+from .functions.calls import converted_call
+from .loop_forms.loops import (
     Bound,
     enumerate_,
     for_stmt,
@@ -23,7 +22,10 @@ from .loops import (
     while_stmt,
     zip_,
 )
-from .patterns import (
+from .python import builtins, math_functions
+from .python.builtins import in_
+from .python.items import setitem, setitem_attr
+from .python.patterns import (
     has_match_attrs,
     is_mapping,
     is_sequence,
@@ -32,9 +34,8 @@ from .patterns import (
     match_attr,
     sequence_rest,
 )
-from .side_effects import assert_, in_flight, print_, raised
-from .strings import format_, fstring, percent_format, repr_, str_, str_format
-from .values import Undefined, UndefinedReturn, ld, outer_assigned
+from .python.side_effects import assert_, in_flight, print_, raised
+from .python.strings import format_, fstring, percent_format, repr_, str_, str_format
 
 __all__ = [
     "converted_call", "in_", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",

@@ -206,7 +206,7 @@ def count(f) -> int:
 def runs_as_python(match: str = ""):
     """Asserts that a static `for` loop the block runs is run as the Python loop
     `jax.jit` unrolls (noted by the runtime, with why), the reason matching ``match``."""
-    from autograph.runtime import python_loops
+    from autograph.runtime.loop_forms import python_loops
     notes = python_loops.python_loops
     before = list(notes)
     notes.clear()

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph.runtime import jaxprs
+from autograph.runtime.core import jaxprs
 from tests.helpers import _file_line
 
 

@@ -13,8 +13,8 @@ import pytest
 import autograph
 from autograph import BranchError, BuiltinError, ConditionError
 from autograph.converters import call_trees
-from autograph.runtime import builtins as traced_builtins
-from autograph.runtime import calls
+from autograph.runtime.functions import calls
+from autograph.runtime.python import builtins as traced_builtins
 from tests.helpers import _file_line, _raises, check_equivalent, primitives, runs_as_python
 
 F32 = np.float32

@@ -14,7 +14,7 @@ import pytest
 from jax import lax
 
 import autograph
-from autograph.runtime.bounded import level_sizes
+from autograph.runtime.loop_forms.bounded import level_sizes
 from tests.helpers import primitives
 
 

@@ -159,7 +159,7 @@ def _branchy_loss(w, x):
     return jnp.abs(y).sum(), y
 
 
-WRAPPERS = {  # one per row of the table in runtime/libraries.py
+WRAPPERS = {  # one per row of the table in runtime/functions/libraries.py
     "filter_jit": lambda f: eqx.filter_jit(lambda w, x: f(w, x)[0], donate="none"),
     "filter_value_and_grad": lambda f: eqx.filter_value_and_grad(f, has_aux=True),
     "filter_grad": lambda f: eqx.filter_grad(f, has_aux=True),

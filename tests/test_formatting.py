@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 import autograph
-from autograph.runtime import strings
+from autograph.runtime.python import strings
 
 
 def _printed(capsys, run) -> str:

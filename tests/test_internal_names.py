@@ -10,7 +10,7 @@ import pytest
 
 import autograph
 from autograph import errors
-from autograph.runtime import values
+from autograph.runtime.core import values
 
 _INTERNAL = re.compile(r"retval|did_break|did_return|did_continue|<loop index>|<objects>"
                        r"|`return value`|`the return value`")

@@ -153,7 +153,7 @@ def test_grad_of_vmap_through_a_bounded_loop_transposes_stop_gradient(x):
 
 
 def test_bind_while_runs_traced_jaxprs_as_lax_while_loop():
-    from autograph.runtime.jaxprs import make_jaxpr, without_consts
+    from autograph.runtime.core.jaxprs import make_jaxpr, without_consts
 
     scale = jnp.float32(1.5)
     x0 = jnp.arange(3.0)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from autograph.runtime import jaxprs
+from autograph.runtime.core import jaxprs
 
 
 def _same(fn, *args):

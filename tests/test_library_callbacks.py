@@ -21,7 +21,7 @@ import pytest
 
 import autograph
 from autograph import errors
-from autograph.runtime import calls
+from autograph.runtime.functions import calls
 
 INPUTS = (np.array([1.0, -3.0, 2.0], np.float32), np.array([-1.0, 0.5, -2.0], np.float32))
 

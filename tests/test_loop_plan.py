@@ -10,7 +10,7 @@ import pytest
 
 import autograph
 from autograph import errors, explain, parsing
-from autograph.runtime.loop_plan import (
+from autograph.runtime.loop_forms.loop_plan import (
     PYTHON_TRIPS,
     UNROLL_LIMIT,
     Form,

@@ -22,7 +22,7 @@ import pytest
 from flax import nnx
 
 import autograph
-from autograph.runtime import loop_plan
+from autograph.runtime.loop_forms import loop_plan
 
 BATCHES = 6
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph.runtime import loops
+from autograph.runtime.loop_forms import loops
 from tests.helpers import primitives, runs_as_python
 
 

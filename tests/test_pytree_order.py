@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph.runtime import key_order
+from autograph.runtime.core import key_order
 from tests.helpers import primitives, runs_as_python
 
 P = collections.namedtuple("P", "z a")

@@ -3,7 +3,7 @@
 A counter that starts as a Python int, is compared with a Python int and
 moves by a constant step on every path bounds the loop; under reverse-mode
 differentiation the loop is then staged as a masked ``lax.scan``. Any other
-loop differentiates with checkpoints (``runtime/checkpointed``). Gradients
+loop differentiates with checkpoints (``runtime/loop_forms/checkpointed``). Gradients
 are compared with the plain-Python gradient (``jax.grad`` of the unconverted
 function on concrete values runs the loop in Python): for bounded loops on
 inputs that exit at the first, a middle and no iteration, and for loops with

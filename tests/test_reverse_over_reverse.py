@@ -2,7 +2,7 @@
 
 `jax.grad(jax.grad(f))`, `jax.jacrev(jax.jacrev(f))` and `jax.grad` of
 `jax.jvp` go through the checkpointed loop: its derivative forms transpose
-into each other (``runtime/checkpointed``). Each is compared, in float64,
+into each other (``runtime/loop_forms/checkpointed``). Each is compared, in float64,
 with the same derivative of the unconverted function run eagerly, where the
 loop runs in Python: Newton's method, bisection, an adaptive ODE stepper and
 a loop with `break`, at 0, 1, S, S + 1 (S: the kept states) and over 1,000

@@ -12,7 +12,7 @@ import pytest
 
 import autograph
 from autograph import api, errors, pipeline
-from autograph.runtime import calls
+from autograph.runtime.functions import calls
 
 
 def shared(x, n):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph.runtime import calls
+from autograph.runtime.functions import calls
 from tests.helpers import with_globals
 
 
@@ -342,7 +342,7 @@ def test_transformation_results_carrying_converted_attributes_are_not_unwrapped(
 
 def test_call_trees_routes_every_entry_point_of_the_runtime_table():
     from autograph.converters import call_trees
-    from autograph.runtime import transforms
+    from autograph.runtime.functions import transforms
     names = {attr for entries in transforms.TABLE.values() for attr in entries}
     assert names <= call_trees.FUNCTION_TAKING
 

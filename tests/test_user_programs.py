@@ -762,7 +762,7 @@ def label_by_sign(x):
 
 
 def test_string_returned_from_staged_while_is_an_autograph_error():
-    # TypeError: function probe at runtime/loops.py traced for jit returned a
+    # TypeError: function probe at runtime/loop_forms/loops.py traced for jit returned a
     # value of type <class 'str'> ... (internal, no user line).
     with pytest.raises(autograph.AutographError) as e:
         jitc(label_by_sign)(10.0)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from jax import lax
 
-from autograph.runtime import bounded
-from autograph.runtime.bounded import BASE, counted_loop, level_sizes
+from autograph.runtime.loop_forms import bounded
+from autograph.runtime.loop_forms.bounded import BASE, counted_loop, level_sizes
 
 # ---------------------------------------------------------------------------
 # level_sizes

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph.runtime import run_time_errors
-from autograph.runtime.builtins import filter_, float_, int_, map_, max_, min_, sorted_
+from autograph.runtime.core import run_time_errors
+from autograph.runtime.python.builtins import filter_, float_, int_, map_, max_, min_, sorted_
 
 NAN = float("nan")
 

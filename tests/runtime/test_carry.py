@@ -15,7 +15,7 @@ import pytest
 from jax.core import ShapedArray
 
 import autograph
-from autograph.runtime.carry import (
+from autograph.runtime.carried.carry import (
     Carry,
     KeyOrderError,
     TrackedList,
@@ -23,7 +23,7 @@ from autograph.runtime.carry import (
     prepare_state,
     stabilize,
 )
-from autograph.runtime.values import Undefined
+from autograph.runtime.core.values import Undefined
 
 NAMES = ("x", "d", "n", "l")
 

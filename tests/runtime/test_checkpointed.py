@@ -18,8 +18,12 @@ import numpy as np
 import pytest
 from jax import lax
 
-from autograph.runtime import checkpointed
-from autograph.runtime.checkpointed import CHECKPOINTS, checkpointed_loop, default_checkpoints
+from autograph.runtime.loop_forms import checkpointed
+from autograph.runtime.loop_forms.checkpointed import (
+    CHECKPOINTS,
+    checkpointed_loop,
+    default_checkpoints,
+)
 from tests.helpers import primitives
 
 S = 4  # checkpoints: the sweep keeps S // 2 = 2 states, so a few steps already recompute

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph.runtime import conditionals
-from autograph.runtime.conditionals import if_exp, if_stmt
+from autograph.runtime.branches import conditionals
+from autograph.runtime.branches.conditionals import if_exp, if_stmt
 from tests.helpers import primitives
 
 # ---------------------------------------------------------------------------

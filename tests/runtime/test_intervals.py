@@ -15,8 +15,8 @@ import pytest
 from jax import lax
 from jax.core import ShapedArray
 
-from autograph.runtime import intervals
-from autograph.runtime.intervals import (
+from autograph.runtime.core import intervals
+from autograph.runtime.core.intervals import (
     FOLLOW_LIMIT,
     STEPS,
     Followed,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import autograph
-from autograph.runtime.logical import and_, not_, or_
+from autograph.runtime.branches.logical import and_, not_, or_
 
 VALUES = [True, False, 0, 1, 2, "", "s", [], [0], None, 0.0, 3.5]
 

@@ -17,8 +17,9 @@ import pytest
 
 import autograph
 from autograph import runtime as ag__
-from autograph.runtime import and_, if_exp, loops, or_
-from autograph.runtime.loops import Bound, for_stmt, range_, while_stmt
+from autograph.runtime import and_, if_exp, or_
+from autograph.runtime.loop_forms import loops
+from autograph.runtime.loop_forms.loops import Bound, for_stmt, range_, while_stmt
 from tests.helpers import primitives
 
 # ---------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .values import Tracer
+from ..core.values import Tracer
 
 # The text of an `FString` whose formatting a tracer refuses (`"{:.2f}".format(x)`)
 _UNFORMATTABLE = "<formatted when the program runs>"

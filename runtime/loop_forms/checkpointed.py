@@ -85,8 +85,8 @@ from jax.interpreters import ad, batching, mlir
 
 from autograph import errors, jax_internals
 
-from . import transforms
-from .jaxprs import aval_struct, make_jaxpr, trace_loop, without_consts
+from ..core.jaxprs import aval_struct, make_jaxpr, trace_loop, without_consts
+from ..functions import transforms
 from .loop_plan import CHECKPOINTS  # states the backward pass keeps, by default
 
 __all__ = ["checkpointed_loop", "default_checkpoints", "CHECKPOINTS"]

@@ -20,8 +20,8 @@ import numpy as np
 
 from autograph import jax_internals
 
-from . import key_order
-from .values import is_array, is_python_number, is_undefined
+from ..core import key_order
+from ..core.values import is_array, is_python_number, is_undefined
 
 tree_util = jax.tree_util
 
@@ -318,7 +318,7 @@ def difference(a, b, path: str) -> str | None:
     ``path`` names ``a`` and ``b`` (a variable name); the answer extends it,
     as in "`hist['x']` has 0 items vs 1".
     """
-    from .values import describe
+    from ..core.values import describe
 
     if type(a) is not type(b) and not (is_array(a) and is_array(b)):
         return f"`{path}` is {describe(a)} on one side and {describe(b)} on the other"

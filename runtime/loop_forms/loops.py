@@ -48,18 +48,32 @@ import numpy as np
 from autograph import errors, jax_internals, tree_formats
 from autograph.analysis import invisible
 
-from . import attributes, calls, loop_plan, objects, run_time_errors
+from ..carried import attributes, objects
+from ..carried.carry import Carry, KeyOrderError, infer_undefined, prepare_state
+from ..carried.in_place import InPlace
+from ..carried.outside import OuterState
+from ..core import run_time_errors
+from ..core.conditions import condition
+from ..core.values import (
+    MaybeUndefined,
+    UndefinedReturn,
+    flag_assigned,
+    guard_when_asked,
+    is_python_number,
+    is_traced,
+    is_undefined,
+    staging,
+    taken_when,
+)
+from ..functions import calls
+from ..functions.index_meaning import PythonMeaningError, tracing_static_loop
+from ..functions.libraries import layers_made_before
+from ..python.iterables import TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
+from . import loop_plan
 from .bounded import counted_loop
-from .carry import Carry, KeyOrderError, infer_undefined, prepare_state
 from .checkpointed import checkpointed_loop
-from .conditions import condition
-from .in_place import InPlace
-from .index_meaning import PythonMeaningError, tracing_static_loop
-from .iterables import TracedRange, TracedSeq, as_seq, enumerate_, range_, reversed_, zip_
-from .libraries import layers_made_before
 from .loop_plan import PYTHON_TRIPS as PYTHON_TRIPS  # re-exported: tests import it from here
 from .loop_plan import UNROLL_LIMIT, Form, Iterated, Plan, plan_for, plan_while
-from .outside import OuterState
 from .python_loops import (
     INDEX_MAY_CAUSE,
     in_linen,
@@ -72,17 +86,6 @@ from .python_loops import (
     warn_unrolled,
 )
 from .scan_loops import Int32OverflowError, before_binding, lifted_for, scan_for, stabilizer
-from .values import (
-    MaybeUndefined,
-    UndefinedReturn,
-    flag_assigned,
-    guard_when_asked,
-    is_python_number,
-    is_traced,
-    is_undefined,
-    staging,
-    taken_when,
-)
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
 
@@ -713,7 +716,7 @@ def _traced_seq_for(seq: TracedSeq, plan: Plan, dead: tuple, body, state, names,
     def test(k, *s):
         more = k < seq.length
         if extra_test is not None:
-            from .logical import and_
+            from ..branches.logical import and_
             return and_(more, lambda: extra_test(*s))
         return more
 

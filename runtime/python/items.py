@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .in_place import refuse_numpy_update
-from .values import Tracer
+from ..carried.in_place import refuse_numpy_update
+from ..core.values import Tracer
 
 # an in-place operator -> its binary one, for an array that cannot be updated in place
 _BINARY = {operator.iadd: operator.add, operator.isub: operator.sub,

@@ -11,9 +11,9 @@ from jax import lax
 
 from autograph import errors
 
+from ..core.conditions import condition
+from ..core.values import describe, fail_at_run_time, is_traced, taken_when
 from .conditionals import if_exp, refuse_outside_changes
-from .conditions import condition
-from .values import describe, fail_at_run_time, is_traced, taken_when
 
 
 class Op(enum.Enum):

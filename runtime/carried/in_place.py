@@ -31,7 +31,7 @@ import numpy as np
 
 from autograph import errors
 
-from .values import is_undefined
+from ..core.values import is_undefined
 
 Path = tuple
 Pairs = frozenset  # of (path out, path in): a container handed back as the very object

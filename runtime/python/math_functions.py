@@ -32,9 +32,9 @@ import jax.scipy.special as jsp
 
 from autograph import errors
 
+from ..carried import state as st
+from ..core.values import Tracer, fail_at_run_time
 from . import builtins
-from . import state as st
-from .values import Tracer, fail_at_run_time
 
 
 def _traced(*args) -> bool:
@@ -80,7 +80,7 @@ def _domain(python: Callable, jax_fn: Callable, ok: Callable | None = None) -> C
 
 def _integer(python: Callable, jax_fn: Callable) -> Callable:
     """``math.floor``/``ceil``/``trunc``: an integer, as Python's give one: the
-    rounded float made one by ``int`` (``runtime/builtins``), so NaN, infinities and
+    rounded float made one by ``int`` (``runtime/python/builtins``), so NaN, infinities and
     a number past the integer dtype raise as the program runs, as ``int`` does."""
     def op(x, /):
         if not isinstance(x, Tracer):

@@ -50,17 +50,8 @@ import numpy as np
 
 from autograph import errors, jax_internals
 
-from . import jaxprs
-from .outside import user_class, user_function
-from .state import (
-    MISSING,
-    attribute_values,
-    delete_attribute,
-    restore_attributes,
-    same_static,
-    set_attribute,
-)
-from .values import (
+from ..core import jaxprs
+from ..core.values import (
     MaybeUndefined,
     Undefined,
     any_traced,
@@ -69,6 +60,15 @@ from .values import (
     is_array,
     is_undefined,
     staging,
+)
+from .outside import user_class, user_function
+from .state import (
+    MISSING,
+    attribute_values,
+    delete_attribute,
+    restore_attributes,
+    same_static,
+    set_attribute,
 )
 
 # how far the walk for objects goes: objects and items looked at, attribute depth

@@ -30,7 +30,7 @@ import jax
 
 from autograph import errors
 
-from .values import closure_cells
+from ..core.values import closure_cells
 
 OBJECTS = errors.OBJECTS  # the label of the lifted state among the carried names
 

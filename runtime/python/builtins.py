@@ -53,11 +53,11 @@ import numpy as np
 
 from autograph import errors
 
-from . import host_callbacks, run_time_errors
-from . import state as st
-from .calls import handed
-from .conditions import condition
-from .values import Tracer, branch_guard, describe, is_traced, taken_when
+from ..carried import state as st
+from ..core import host_callbacks, run_time_errors
+from ..core.conditions import condition
+from ..core.values import Tracer, branch_guard, describe, is_traced, taken_when
+from ..functions.calls import handed
 
 __all__ = ["float_", "int_", "bool_", "complex_", "min_", "max_", "any_", "all_", "sorted_",
            "pow_", "map_", "filter_", "in_"]

@@ -12,13 +12,13 @@ import jax
 
 from autograph import errors
 
-from . import attributes
-from .conditionals import if_stmt
-from .conditions import condition
-from .iterables import Seq
-from .libraries import layers_made_before
+from ..branches.conditionals import if_stmt
+from ..carried import attributes
+from ..core.conditions import condition
+from ..core.values import Tracer, is_array, is_python_number, is_traced, is_undefined
+from ..functions.libraries import layers_made_before
+from ..python.iterables import Seq
 from .loop_plan import WARN_TRIPS
-from .values import Tracer, is_array, is_python_number, is_traced, is_undefined
 
 
 def items_from(seq: Seq, k: int):

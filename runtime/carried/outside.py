@@ -55,10 +55,10 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from .calls import SKIP_PACKAGES, converted_of
+from ..core.values import is_array
+from ..functions.calls import SKIP_PACKAGES, converted_of
 from .in_place import mutable_node
 from .state import attribute_values, restore_attributes
-from .values import is_array
 
 WATCH_LIMIT = 5000
 FUNCTION_LIMIT = 200

@@ -13,9 +13,10 @@ import numpy as np
 
 from autograph import errors
 
-from . import host_callbacks, run_time_errors, strings
+from ..core import host_callbacks, run_time_errors
+from ..core.values import Tracer, branch_guard, is_staging, is_traced
+from . import strings
 from .strings import FString
-from .values import Tracer, branch_guard, is_staging, is_traced
 
 
 def _has_tracer(values) -> bool:
@@ -34,7 +35,7 @@ def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
     ``file``, each traced value shown as its concrete array. On one device
     prints are ordered with each other (``jax.debug.callback(..., ordered=True)``);
     a program over several devices prints once per run, from its first device,
-    each value whole (see :mod:`autograph.runtime.host_callbacks`). Inside a
+    each value whole (see :mod:`autograph.runtime.core.host_callbacks`). Inside a
     staged branch or loop body even Python values print when the program runs,
     once per step. Under ``jax.vmap`` each element prints what its own run
     prints: nothing from a branch it does not take or a loop it has left.

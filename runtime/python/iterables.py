@@ -19,8 +19,8 @@ import numpy as np
 
 from autograph import errors
 
-from . import state as st
-from .values import Tracer, is_array
+from ..carried import state as st
+from ..core.values import Tracer, is_array
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 

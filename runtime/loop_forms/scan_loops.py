@@ -17,15 +17,16 @@ from jax import lax
 
 from autograph import errors
 
-from . import attributes, intervals, key_order, objects
+from ..carried import attributes, objects
+from ..carried.carry import Carry, TrackedList, prepare_state, stabilize
+from ..carried.in_place import InPlace
+from ..core import intervals, key_order
+from ..core.conditions import condition
+from ..core.jaxprs import make_jaxpr_and_tree
+from ..core.values import flag_assigned, guard_when_asked, staging, taken_when
+from ..functions.index_meaning import PythonMeaningError
+from ..python.iterables import Seq
 from .bounded import counted_loop
-from .carry import Carry, TrackedList, prepare_state, stabilize
-from .conditions import condition
-from .in_place import InPlace
-from .index_meaning import PythonMeaningError
-from .iterables import Seq
-from .jaxprs import make_jaxpr_and_tree
-from .values import flag_assigned, guard_when_asked, staging, taken_when
 
 # what must hold before a scan the caller may still give up is put into the program
 # (see `before_binding`)

@@ -17,9 +17,8 @@ import numpy as np
 from autograph import errors
 from autograph.errors import quoted as _q
 
-from . import key_order
-from . import state as st
-from .values import (
+from ..core import key_order
+from ..core.values import (
     UndefinedReturn,
     describe,
     is_python_number,
@@ -27,6 +26,7 @@ from .values import (
     raise_undefined,
     staging,
 )
+from . import state as st
 
 
 class Carry:

@@ -13,14 +13,14 @@ from jax import lax
 
 from autograph import errors
 
-from . import attributes, in_place, key_order, objects, run_time_errors
-from . import state as st
-from .conditions import condition
-from .host_callbacks import check as check_on_host
-from .jaxprs import make_jaxpr
-from .outside import OuterState
-from .side_effects import FString, Raised, user_raised
-from .values import (
+from ..carried import attributes, in_place, objects
+from ..carried import state as st
+from ..carried.outside import OuterState
+from ..core import key_order, run_time_errors
+from ..core.conditions import condition
+from ..core.host_callbacks import check as check_on_host
+from ..core.jaxprs import make_jaxpr
+from ..core.values import (
     MaybeUndefined,
     UndefinedReturn,
     branch_guard,
@@ -32,6 +32,7 @@ from .values import (
     staging,
     taken_when,
 )
+from ..python.side_effects import FString, Raised, user_raised
 
 
 def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],

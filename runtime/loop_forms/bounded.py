@@ -36,7 +36,7 @@ from jax import lax
 
 from autograph import jax_internals
 
-from .jaxprs import trace_loop, without_consts
+from ..core.jaxprs import trace_loop, without_consts
 
 BASE = 16  # most steps in one level of the bounded form
 

@@ -54,8 +54,8 @@ import jax
 
 from autograph import errors, jax_internals
 
+from ..core.values import any_traced, is_staging
 from . import index_meaning, libraries, transforms
-from .values import any_traced, is_staging
 
 # Top-level packages whose functions are never converted.
 SKIP_PACKAGES = frozenset({

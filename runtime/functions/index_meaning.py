@@ -27,7 +27,7 @@ import threading
 
 from autograph import errors
 
-from .values import Tracer
+from ..core.values import Tracer
 
 __all__ = ["PythonMeaningError", "tracing_static_loop", "check_call", "PYTHON_PARAMS"]
 
