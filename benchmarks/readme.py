@@ -89,9 +89,16 @@ def _checkpointed(ck: dict) -> str:
                  f"state holds {m['checkpointed_bytes'] / 2**20:.2f} MiB, against "
                  f"{m['bounded_bytes'] / 2**20:.0f} MiB for the bounded form and "
                  f"{m['every_step_bytes'] / 2**20:.0f} MiB for a scan that stores every step.")
-    return text + (" `value_and_grad` against the hand-written scan: " + ", ".join(
+    text += (" `value_and_grad` against the hand-written scan: " + ", ".join(
         f"{_x(row['checkpointed_us'], row['scan_us'])} at {row['steps']:,} steps"
         for row in ck["time"]) + ".")
+    second = ck.get("second_order") or []
+    if second:
+        text += (" Hessian-vector products over " + f"{second[0]['steps']:,} steps, against "
+                 "the hand-written scan differentiated the same way: " + ", ".join(
+                     f"{row['form']} {_x(row['checkpointed_us'], row['scan_us'])}"
+                     for row in second) + ".")
+    return text
 
 
 def update(path: str, results: dict) -> None:
