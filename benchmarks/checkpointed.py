@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import statistics
 import sys
 import time
 
@@ -229,9 +230,50 @@ def second_order(rounds: int = 5) -> list[dict]:
     return rows
 
 
+SETTLE = """
+def f(x, w, n):
+    i = 0
+    while i < n:
+        x = jnp.tanh(w * x) * 0.5 + 0.5 * x
+        i = i + 1
+    return jnp.sum(x * x)
+"""
+SETTLE_SCAN = """
+def f(x, w, n):
+    def step(x, _):
+        return jnp.tanh(w * x) * 0.5 + 0.5 * x, None
+    return jnp.sum(lax.scan(step, x, None, length=n)[0] ** 2)
+"""
+FIRST_STEPS = 1000
+
+
+def _with_steps(fn):
+    return lambda x, w: fn(x, w, FIRST_STEPS)
+
+
+def first_call(rounds: int = 3) -> dict:
+    """Convert + trace + compile + first run of ``value_and_grad`` through the loop
+    (a fresh function each time), against the hand-written scan's."""
+    from first_call import _define, _first_call  # benchmarks/first_call.py
+    x, w = _inputs()
+    ours, hand = [], []
+    for _ in range(rounds):
+        ours.append(_first_call(lambda: jax.jit(jax.value_and_grad(
+            autograph.convert(_define(SETTLE)), argnums=(0, 1))),
+            (x, w, jnp.int32(FIRST_STEPS))))
+        hand.append(_first_call(lambda: _with_steps(jax.jit(jax.value_and_grad(
+            _define(SETTLE_SCAN), argnums=(0, 1)), static_argnums=2)), (x, w)))
+    row = {"steps": FIRST_STEPS, "checkpointed_ms": 1e3 * statistics.median(ours),
+           "scan_ms": 1e3 * statistics.median(hand)}
+    print(f"first call of value_and_grad, {FIRST_STEPS} steps of f32[{STATE}]: checkpointed "
+          f"{row['checkpointed_ms']:.0f} ms, hand-written scan {row['scan_ms']:.0f} ms "
+          f"({row['checkpointed_ms'] / row['scan_ms']:.2f}x)", flush=True)
+    return row
+
+
 def main(quick: bool = False, rounds: int = 5) -> dict:
     return {"gradients": gradients(quick), "memory": memory(), "time": timing(rounds),
-            "second_order": second_order(rounds)}
+            "second_order": second_order(rounds), "first_call": first_call()}
 
 
 if __name__ == "__main__":

@@ -92,6 +92,11 @@ def _checkpointed(ck: dict) -> str:
     text += (" `value_and_grad` against the hand-written scan: " + ", ".join(
         f"{_x(row['checkpointed_us'], row['scan_us'])} at {row['steps']:,} steps"
         for row in ck["time"]) + ".")
+    first = ck.get("first_call")
+    if first:
+        text += (f" First call (convert, trace, compile, run) of `value_and_grad` over "
+                 f"{first['steps']:,} steps: {_x(first['checkpointed_ms'], first['scan_ms'])} "
+                 f"the scan's.")
     second = ck.get("second_order") or []
     if second:
         text += (" Hessian-vector products over " + f"{second[0]['steps']:,} steps, against "
