@@ -4,13 +4,13 @@ Programs come from the grammar in ``tests/fuzz/grammar.py``; each is written
 to a real file and imported, so conversion reads its source as it does for
 users. ``tests/fuzz/harness.py`` runs and classifies it (see there).
 
-Budget: ``AUTOGRAPH_FUZZ_EXAMPLES`` programs (default 100, about a minute;
+Budget: ``AUTOGRAPH_FUZZ_EXAMPLES`` programs (default 70, under a minute;
 ``make fuzz`` runs 10,000). The default budget is derandomized, so CI sees the
 same programs on every run; any other budget draws fresh programs
 (``AUTOGRAPH_FUZZ_SEED`` fixes them). A failure is shrunk by Hypothesis to a
 small program, printed with its inputs; add it to ``test_regressions.py``.
 
-``PROOF_SHARE`` of the budget (15 of the default 100) draws instead the loops
+``PROOF_SHARE`` of the budget (10 of the default 70) draws instead the loops
 a static-loop staging proof must refuse or clear (``grammar.Generator(proof=True)``,
 ``tests/fuzz/staging_proof.py``): helpers with effects and the index used as a
 Python value in ``for`` loops of 17-40 static steps, whose effects the harness
@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from tests.fuzz import grammar, harness
 from tests.fuzz.python_values import FEATURES
 
-DEFAULT_EXAMPLES = 100
+DEFAULT_EXAMPLES = 70
 EXAMPLES = int(os.environ.get("AUTOGRAPH_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
 SEED = os.environ.get("AUTOGRAPH_FUZZ_SEED")
 # the share of the budget drawn from the staging-proof loops (`Generator(proof=True)`),
