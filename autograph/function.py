@@ -121,11 +121,17 @@ def _is_default(value, default) -> bool:
     return _keyed(value) == _keyed(default)  # floats by value and sign
 
 
+def _keys_changed(old, new) -> bool:
+    """Whether a dict argument's keys changed: ``old`` and ``new`` are ``(text, dict
+    keys)`` (``old`` None for an argument not seen before)."""
+    return old is not None and old[1] is not None and new[1] is not None and old[1] != new[1]
+
+
 def _change(name: str, old, new) -> str:
     """What changed in argument ``name``: ``old`` and ``new`` are ``(text, dict keys)``."""
     if old is None:
         return f"`{name}` (-> {new[0]})"
-    if old[1] is not None and new[1] is not None and old[1] != new[1]:
+    if _keys_changed(old, new):
         added = [k for k in new[1] if k not in old[1]]
         removed = [k for k in old[1] if k not in new[1]]
         parts = ([f"added {', '.join(map(repr, added[:4]))}"] if added else []) + (
@@ -616,7 +622,8 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
         last = self._last_trace
         changed = [] if last is None else [
             _change(k, last.get(k), v) for k, v in described.items() if last.get(k) != v]
-        keys_changed = any(c.startswith("the keys of") for c in changed)
+        keys_changed = last is not None and any(
+            _keys_changed(last.get(k), v) for k, v in described.items())
         self._last_trace = described
         self._trace_calls.append(self._calls)
         recent = [c for c in self._trace_calls if c > self._calls - RETRACE_WINDOW]
