@@ -133,9 +133,10 @@ class LoadedFunction:
                             f"{len(self.input_signature)} arguments {list(self.input_signature)}; "
                             f"got {len(args)}")
         for i, (spec, value) in enumerate(zip(self.input_signature, args)):
-            why = spec.mismatch(np.asarray(value) if not hasattr(value, "dtype") else value)
-            if why is not None:
-                error = TypeError if why.startswith("dtype") else ValueError
+            value = np.asarray(value) if not hasattr(value, "dtype") else value
+            why = spec.mismatch(value)
+            if why is not None:  # a wrong dtype is a TypeError, a wrong shape a ValueError
+                error = TypeError if np.dtype(value.dtype) != spec.dtype else ValueError
                 raise error(f"argument #{i} of {self.manifest['name']} (loaded from "
                             f"{self._path}) does not match the saved signature: expected "
                             f"{spec!r}, got {why}")
