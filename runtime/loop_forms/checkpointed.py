@@ -601,27 +601,26 @@ def _tangent(steps: _Steps, arrays, t, t_consts) -> list:
 
 
 def _impl(*args, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int, ...],
-          diff: tuple[int, ...], diff2: tuple[int, ...] = (), masked: bool = False):
+          diff: tuple[int, ...], diff2: tuple[int, ...] = ()):
     consts, arrays, kept, lin = _split(args, loop, form)
+    steps = _Steps(loop, consts, lanes, tbatch, diff)
     if form is Form.SWEEP:
-        return _sweep(_Steps(loop, consts, lanes, tbatch, diff, masked), arrays, loop.checkpoints)
-    n_f = len(loop.floats)
+        return _sweep(steps, arrays, loop.checkpoints)
     if form is Form.TANGENT:
-        steps = _Steps(loop, consts, lanes, tbatch, diff, masked)
+        n_f = len(loop.floats)
         return _tangent(steps, arrays, lin[:n_f], lin[n_f:])
     if form is Form.COTANGENT:
-        steps = _Steps(loop, consts, lanes, tbatch, diff, masked)
         return _backward(steps, kept[:-2], kept[-2], kept[-1], lin, loop.checkpoints)
     # a second derivative: one of the above, differentiated forward in consts and
     # arrays along `d`, for each element of the linear inputs' batch
     first = Form.COTANGENT if form is Form.SECOND else Form.TANGENT
-    split = n_f if form is Form.SECOND else n_f + len(diff)
+    split = _second_split(loop, form, diff)
 
     def one(lin):
         t_consts, t_arrays = _dots(loop, consts, arrays, lin[split:], diff2)
         t_kept = _kept_tangents(loop, lanes, consts, arrays, t_consts, t_arrays, kept)
         return jax.jvp(lambda c, a, k: _impl(*c, *a, *k, *lin[:split], loop=loop, form=first,
-                                             lanes=lanes, tbatch=(), diff=diff, masked=masked),
+                                             lanes=lanes, tbatch=(), diff=diff),
                        (consts, arrays, kept), (t_consts, t_arrays, t_kept))[1]
 
     for _ in tbatch:
@@ -662,6 +661,13 @@ def _abstract_eval(*avals, loop: _Spec, form: Form, lanes: int, tbatch: tuple[in
     return out
 
 
+def _second_split(loop: _Spec, form: Form, diff) -> int:
+    """Where a second form's linear inputs pass from its first argument (``c`` for
+    ``SECOND``, ``t`` for ``TANGENT2``) to ``d``."""
+    n_f = len(loop.floats)
+    return n_f if form is Form.SECOND else n_f + len(diff)
+
+
 def _linear_groups(loop: _Spec, form: Form, diff, diff2) -> list[tuple[int, int]]:
     """The ranges of the linear inputs the form is linear in, each group alone."""
     n_f = len(loop.floats)
@@ -671,7 +677,7 @@ def _linear_groups(loop: _Spec, form: Form, diff, diff2) -> list[tuple[int, int]
         return [(0, n_f + len(diff))]
     if form is Form.COTANGENT:
         return [(0, n_f)]
-    split = n_f if form is Form.SECOND else n_f + len(diff)
+    split = _second_split(loop, form, diff)
     return [(0, split), (split, split + n_f + len(diff2))]
 
 
@@ -683,7 +689,7 @@ def _jvp(primals, tangents, *, loop: _Spec, form: Form, lanes: int, tbatch: tupl
     tangent here, and each form's derivative in the consts and arrays finds
     what it needs from theirs. So every derivative up to the second is one
     of the forms, which transpose into each other (``jax.grad`` of
-    ``jax.grad``); a third runs forward only.
+    ``jax.grad``); a third is a second of the augmented loop (:func:`_third`).
     """
     params = dict(lanes=lanes, tbatch=tbatch)
     out = _checkpointed_while_p.bind(*primals, loop=loop, form=form, diff=diff, diff2=diff2,
@@ -739,7 +745,7 @@ def _third(loop: _Spec, form: Form, primals, tangents, diff, diff2, params) -> l
     t_arrays = [_zero_tangent(a) if type(t) is ad.Zero else t for a, t in zip(arrays, t_arrays)]
     n_f, lanes = len(loop.floats), params["lanes"]
     second = form is Form.SECOND
-    split = n_f if second else n_f + len(diff)
+    split = _second_split(loop, form, diff)
     carried = diff2 if second else diff  # the consts whose tangents it carries
     aug = _augmented(loop, carried)
 
@@ -838,7 +844,6 @@ def _transpose(cts, *args, loop: _Spec, form: Form, lanes: int, tbatch: tuple[in
         raise NotImplementedError("a loop's derivative is linear in its tangents only")
     cts = [ad.instantiate_zeros(c) for c in cts]
     lin = list(args[n:])
-    n_f = len(loop.floats)
 
     def bind(form, *lin, diff, diff2=()):
         return list(_checkpointed_while_p.bind(*primals, *lin, loop=loop, form=form,
@@ -850,7 +855,7 @@ def _transpose(cts, *args, loop: _Spec, form: Form, lanes: int, tbatch: tuple[in
     if form is Form.COTANGENT:
         return [None] * n + bind(Form.TANGENT, *cts, diff=diff)
     # the second derivatives, of c^T Phi: D^2 Phi is symmetric in its two arguments
-    split = n_f if form is Form.SECOND else n_f + len(diff)
+    split = _second_split(loop, form, diff)
     first, second = lin[:split], lin[split:]
     if any(ad.is_undefined_primal(x) for x in first):
         if form is Form.SECOND:  # in c: v -> D^2 Phi [v, d]
