@@ -620,10 +620,10 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
             except TypeError:
                 pass
         last = self._last_trace
-        changed = [] if last is None else [
-            _change(k, last.get(k), v) for k, v in described.items() if last.get(k) != v]
-        keys_changed = last is not None and any(
-            _keys_changed(last.get(k), v) for k, v in described.items())
+        moved = [] if last is None else [
+            (k, last.get(k), v) for k, v in described.items() if last.get(k) != v]
+        changed = [_change(k, old, new) for k, old, new in moved]
+        keys_changed = any(_keys_changed(old, new) for _, old, new in moved)
         self._last_trace = described
         self._trace_calls.append(self._calls)
         recent = [c for c in self._trace_calls if c > self._calls - RETRACE_WINDOW]
