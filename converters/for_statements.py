@@ -60,7 +60,14 @@ _CALL_NO_STATE = templates.Template("ag__.for_stmt(ITERABLE, BODY_FN, (), names=
 def with_plan(stmts: list[gast.stmt], node: gast.For | gast.While,
               call: str = "for_stmt") -> list[gast.stmt]:
     """Adds ``python_index=`` and ``python_state=`` (see ``index_uses``) to the
-    ``call`` (``for_stmt`` or ``while_stmt``) in ``stmts``."""
+    ``call`` (``for_stmt`` or ``while_stmt``) in ``stmts``.
+
+    Each ``python_state=`` entry is ``(position, attributes, why)``: the position
+    among the loop's ``names`` of the variable, or of the object an attribute
+    chain (``self.n``) starts at, or else the free variable that object is (see
+    ``runtime.loop_forms.python_loops.NumberUse``). A variable the loop does not
+    carry is assigned before each use in every iteration, and needs none.
+    """
     why = anno.get(node, Anno.PYTHON_INDEX)
     uses = anno.get(node, Anno.PYTHON_STATE)
     if why or uses:
@@ -70,10 +77,30 @@ def with_plan(stmts: list[gast.stmt], node: gast.For | gast.While,
                 if why:
                     n.keywords.append(gast.keyword(arg="python_index",
                                                    value=templates.literal(why)))
-                if uses:
+                entries = _number_uses(uses or (), _names(n))
+                if entries:
                     n.keywords.append(gast.keyword(arg="python_state",
-                                                   value=templates.literal(uses)))
+                                                   value=templates.literal(entries)))
     return stmts
+
+
+def _names(call: gast.Call) -> tuple[str, ...]:
+    """The ``names=`` a loop call gives its variables, in the order of its state."""
+    for k in call.keywords:
+        if k.arg == "names" and isinstance(k.value, gast.Tuple):
+            return tuple(e.value for e in k.value.elts if isinstance(e, gast.Constant))
+    return ()
+
+
+def _number_uses(uses, names: tuple[str, ...]) -> tuple:
+    entries = []
+    for label, why in uses:
+        root, *path = label.split(".")
+        if root in names:
+            entries.append((names.index(root), tuple(path), why))
+        elif path:
+            entries.append((root, tuple(path), why))
+    return tuple(entries)
 
 
 class Lowering(FunctionScopes):

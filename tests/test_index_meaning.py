@@ -417,6 +417,54 @@ def test_a_staged_while_refuses_to_format_a_python_number_it_carries():
     assert "test_index_meaning.py" in str(e.value)
 
 
+class _Steps:
+    def __init__(self):
+        self.n = 0
+
+
+def attribute_counter_formatted(x):
+    steps = _Steps()
+    for _ in range(3):
+        steps.n += 1
+        x = x + P[f"w{steps.n}"]
+    return x
+
+
+def while_formatting_an_attribute(x):
+    steps = _Steps()
+    while x < 10.0:
+        steps.n += 1
+        x = x + P.get(f"w{steps.n}", 0.0)
+    return x
+
+
+STEPS = _Steps()
+
+
+def while_formatting_a_global_attribute(x):
+    while x < 10.0:
+        STEPS.n += 1
+        x = x + P.get(f"w{STEPS.n}", 0.0)
+    return x
+
+
+def test_an_attribute_a_loop_formats_keeps_its_meaning():
+    # `steps` is a free variable of the loop's body; `steps.n` starts as a Python int
+    x = jnp.float32(1.0)
+    assert not _stages(attribute_counter_formatted, x)
+    assert float(jax.jit(autograph.convert(attribute_counter_formatted))(x)) == 7.0
+
+
+def test_a_staged_while_refuses_to_format_an_attribute_it_carries():
+    assert float(autograph.convert(while_formatting_an_attribute)(1.0)) == 11.0  # Python
+    with pytest.raises(autograph.LoopStateError, match=r"`steps\.n` is formatted") as e:
+        jax.jit(autograph.convert(while_formatting_an_attribute))(1.0)
+    assert "variable: steps.n" in str(e.value)
+    STEPS.n = 0  # an object the function reaches as a global: its chain is checked too
+    with pytest.raises(autograph.LoopStateError, match=r"`STEPS\.n` is formatted"):
+        jax.jit(autograph.convert(while_formatting_a_global_attribute))(1.0)
+
+
 def test_a_staged_while_may_print_the_number(capfd):
     out = jax.jit(autograph.convert(while_printing_its_counter))(7.5)
     jax.effects_barrier()

@@ -207,24 +207,27 @@ def find(values, fns, names, construct: str, *, leading: int = 0) -> Attributes 
     return Attributes(list(owned.values()), tuple(values), labels, len(names), construct)
 
 
-def chain_value(label: str, values, names, fns):
-    """The value of ``label`` (``self.n``, ``a.b.c``) before a block: its first name
-    among the block's variables (``values``, named by ``names``) or its functions'
-    closures, then its attributes as the objects hold them (no property runs);
-    None where there is none."""
-    root, *path = label.split(".")
-    value: Any = MISSING
-    if root in names:
-        value = values[list(names).index(root)]
-    else:
-        for fn in fns:
-            if isinstance(fn, types.FunctionType) and root in fn.__code__.co_freevars:
-                cell = (fn.__closure__ or ())[fn.__code__.co_freevars.index(root)]
-                try:
-                    value = cell.cell_contents
-                except ValueError:  # an empty cell
-                    pass
-                break
+def free_value(name: str, fns):
+    """The value of ``name``, a free variable of one of ``fns`` (a block's functions),
+    as its closure holds it, or else a global of theirs; ``MISSING`` where there is
+    none (or its cell is empty)."""
+    functions = [fn for fn in fns if isinstance(fn, types.FunctionType)]
+    for fn in functions:
+        if name in fn.__code__.co_freevars:
+            cell = (fn.__closure__ or ())[fn.__code__.co_freevars.index(name)]
+            try:
+                return cell.cell_contents
+            except ValueError:  # an empty cell
+                return MISSING
+    for fn in functions:
+        if name in fn.__globals__:
+            return fn.__globals__[name]
+    return MISSING
+
+
+def path_value(value, path: Sequence[str]):
+    """``value``'s attribute chain ``path`` as the objects hold it (no property runs);
+    None where a link is missing."""
     for attr in path:
         if value is MISSING:
             break

@@ -152,7 +152,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                init: Sequence[Any], *, names: Sequence[str],
                opts: Mapping[str, Any] | None = None,
                bound: Bound | None = None,
-               python_state: Sequence[tuple[str, str]] = (),
+               python_state: Sequence[tuple[int | str, tuple[str, ...], str]] = (),
                dead: Sequence[str] = ()) -> tuple:
     """Runs a converted `while` loop, in Python or as ``lax.while_loop``.
 
@@ -190,9 +190,10 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
       opts: ``{'maximum_iterations': N, 'checkpoints': S}`` from
         ``autograph.set_loop_options``.
       bound: the counter that bounds the loop.
-      python_state: ``(name, why)`` for the names the body assigns and uses
-        as Python values (``f"w{n}"``); staging a loop where one holds a
-        Python number is a ``LoopStateError``, since it would be an array.
+      python_state: ``(position, attributes, why)`` (see ``NumberUse``) for
+        the variables and attribute chains the body assigns and uses as Python
+        values (``f"w{n}"``); staging a loop where one holds a Python number is
+        a ``LoopStateError``, since it would be an array.
       dead: lists the function only appends to and never reads, which the
         body appends to without carrying them (``analysis.dead_lists``).
 
@@ -269,10 +270,11 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
 def _refuse_python_numbers(uses, state, names, fns) -> None:
     """A staged `while` carries its Python numbers as arrays: one its body uses as a
     Python value (see ``python_state``) would change meaning, so it is refused."""
-    why = python_number_used(uses, state, names, fns) if uses else None
-    if why is None:
+    found = python_number_used(uses, state, names, fns) if uses else None
+    if found is None:
         return
-    name = next(n for n, w in uses if why.startswith(w))
+    use, why = found
+    name = use.label(names)
     raise errors.LoopStateError(
         "a staged `while` loop cannot use a Python number it carries as a Python value",
         observed=f"{why}; the loop's test is traced, so it runs as `lax.while_loop`, where "
@@ -457,7 +459,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
              init: Sequence[Any], *, names: Sequence[str],
              extra_test: Callable[..., Any] | None = None,
              python_index: str | None = None,
-             python_state: Sequence[tuple[str, str]] = (),
+             python_state: Sequence[tuple[int | str, tuple[str, ...], str]] = (),
              dead: Sequence[str] = ()) -> tuple:
     """Runs a converted `for` loop, in Python or staged.
 
@@ -495,8 +497,9 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
       python_index: why the body uses the loop index as a Python value
         (``f"w{i}"``, ``str(i)``, ``isinstance(i, int)``), found when the loop
         was converted; such a loop over a static range runs as Python.
-      python_state: ``(name, why)`` for the names the body assigns and uses
-        as Python values; where one holds a Python number when the loop
+      python_state: ``(position, attributes, why)`` (see ``NumberUse``) for
+        the variables and attribute chains the body assigns and uses as
+        Python values; where one holds a Python number when the loop
         starts (a staged loop would carry it as an array), the loop runs as
         Python too.
       dead: lists the function only appends to and never reads, which the
@@ -518,7 +521,8 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
     if seq is None:  # Form.PYTHON
         return python_for(iterable, body, state, names, extra_test, dead=dead)
     if python_index is None and python_state:
-        python_index = python_number_used(python_state, state, names, (body, extra_test))
+        found = python_number_used(python_state, state, names, (body, extra_test))
+        python_index = None if found is None else found[1]
     if python_index is None and type(seq.n) is int and not seq.fits_int32(0):
         python_index = "its index does not fit int32"
     iterations = None  # the attributes each iteration run as Python assigns

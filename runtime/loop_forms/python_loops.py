@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import jax
 
@@ -68,16 +68,37 @@ def note_python_loop(why: str, trips: int, *, proof: bool = False) -> None:
                     f"comparisons and array indexing to stage it")
 
 
-def python_number_used(uses, state, names, fns) -> str | None:
-    """Why the loop must run as Python: a name (or an attribute, ``self.n``) it uses
-    as a Python value starts as a Python number (see ``python_state``), or None."""
-    for name, why in uses:
-        if "." in name:  # an attribute the body assigns, carried as well
-            value = attributes.chain_value(name, state, names, fns)
+class NumberUse(NamedTuple):
+    """A variable, or an attribute chain (``self.n``), that a loop body assigns and
+    uses as a Python value (``f"w{n}"``): the converter's ``python_state=`` entries."""
+
+    ref: int | str  # its position among the loop's variables, or the free variable
+    # of the loop's functions that an attribute chain starts at
+    path: tuple[str, ...]  # the attributes of the chain, () for a variable
+    why: str  # what the body does with it, as a clause
+
+    def label(self, names: Sequence[str]) -> str:
+        root = names[self.ref] if isinstance(self.ref, int) else self.ref
+        return ".".join((root, *self.path))
+
+    def value(self, state, fns) -> Any:
+        """Its value before the loop, or None where there is none."""
+        if isinstance(self.ref, int):
+            root = state[self.ref]
         else:
-            value = state[names.index(name)] if name in names else None
+            root = attributes.free_value(self.ref, fns)
+        return attributes.path_value(root, self.path)
+
+
+def python_number_used(uses: Sequence[Sequence[Any]], state, names,
+                       fns) -> tuple[NumberUse, str] | None:
+    """The first of ``uses`` (``python_state=`` entries) that starts as a Python number,
+    with why the loop must therefore run as Python; or None."""
+    for entry in uses:
+        use = NumberUse(*entry)
+        value = use.value(state, fns)
         if is_python_number(value) or (is_array(value) and not is_traced(value)):
-            return f"{why}, and `{name}` starts as a concrete number"
+            return use, f"{use.why}, and `{use.label(names)}` starts as a concrete number"
     return None
 
 

@@ -98,3 +98,47 @@ def test_attributes_the_body_assigns_and_uses_as_python_values():
     arithmetic = ("def f(self, x):\n  for i in range(20):\n    self.n += 1\n"
                   "    x = x * self.n\n  return x")
     assert uses(arithmetic) == ()
+
+
+def test_golden_python_state_gives_positions_among_the_loop_variables():
+    # `n` and `self.n` by the position of `n` and `self` in `names`; `k`, which each
+    # iteration assigns before using it, is not carried and needs none
+    assert_golden("""
+        def f(self, x):
+            n = 0
+            for i in range(20):
+                n += 1
+                self.n += 1
+                k = 2
+                x = x + P[f"w{n}{self.n}{k}"]
+            return x
+    """, """
+        def f(self, x):
+            n = 0
+            def loop_body(i, n, self, x):
+                n += 1
+                self.n += 1
+                k = 2
+                x = x + P[f'w{n}{self.n}{k}']
+                return (n, self, x)
+            (n, self, x) = ag__.for_stmt(ag__.range_(20), loop_body, (n, self, x), names=('n', 'self', 'x'), python_state=((0, (), '`n` is formatted into a string (line 8)'), (1, ('n',), '`self.n` is formatted into a string (line 8)')))
+            return x
+    """, passes=(index_uses, for_statements))
+
+
+def test_golden_python_state_names_the_global_an_attribute_chain_starts_at():
+    assert_golden("""
+        def f(x):
+            for _ in range(3):
+                G.n += 1
+                x = x + P[f"w{G.n}"]
+            return x
+    """, """
+        def f(x):
+            def loop_body(_, x):
+                G.n += 1
+                x = x + P[f'w{G.n}']
+                return (x,)
+            (x,) = ag__.for_stmt(ag__.range_(3), loop_body, (x,), names=('x',), python_state=(('G', ('n',), '`G.n` is formatted into a string (line 5)'),))
+            return x
+    """, passes=(index_uses, for_statements))
