@@ -4,7 +4,7 @@
         global calls                      global calls
         if x > 0:              ->         def if_true():
             calls = calls + 1                 global calls
-        return x                              ag__.outer_assigned('calls', '`if`')
+        return x                              ag__.outer_assigned('calls', ag__.Construct.IF)
                                               calls = calls + 1
                                               return ()
                                           ag__.if_stmt(x > 0, if_true, None, (), names=())
@@ -14,7 +14,7 @@ A declared name is never branch or loop state (the analyses leave it out of
 a function's locals): each generated function that assigns it declares it
 too, so the assignment reaches the same global or enclosing variable that
 the user's code assigns, and starts with ``ag__.outer_assigned('calls',
-'`if`')``, which refuses the assignment where the block is staged: a staged
+ag__.Construct.IF)``, which refuses the assignment where the block is staged: a staged
 branch or loop body runs once, while tracing, whether or not (and however
 often) it runs when the program runs.
 Runs last, after every pass that makes functions.
@@ -37,8 +37,10 @@ REQUIRES = ()
 _CHECK = templates.Template("ag__.outer_assigned(NAME, CONSTRUCT)")
 
 
-def _construct(generated_name: str) -> str:
-    return "`if`" if generated_name.startswith("if_") else "loop"
+def _construct(generated_name: str) -> gast.expr:
+    member = "IF" if generated_name.startswith("if_") else "LOOP"
+    return gast.Attribute(value=gast.Attribute(value=templates.name("ag__"), attr="Construct",
+                                               ctx=gast.Load()), attr=member, ctx=gast.Load())
 
 
 def _assigned(fn: gast.FunctionDef) -> set[str]:
@@ -75,7 +77,7 @@ class _Transformer(Converter):
                     decls.append(decl)
             # checked first, before any assignment can take effect while tracing
             checks = [_CHECK.substitute(node, NAME=templates.literal(n),
-                                        CONSTRUCT=templates.literal(_construct(node.name)))[0]
+                                        CONSTRUCT=_construct(node.name))[0]
                       for n in mine]
             node.body = decls + checks + node.body
             self.declared.append(outer)

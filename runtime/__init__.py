@@ -9,6 +9,7 @@ import operator  # generated code names comparisons and in-place operators by th
 
 from .branches.conditionals import if_exp, if_stmt
 from .branches.logical import and_, not_, or_
+from .core.constructs import Construct
 from .core.values import Undefined, UndefinedReturn, ld, outer_assigned
 from .functions import calls
 from .functions.calls import converted_call
@@ -42,7 +43,7 @@ __all__ = [
     "for_stmt", "Bound", "operator", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
     "UndefinedReturn", "print_", "assert_", "ld", "raised", "in_flight", "outer_assigned",
     "setitem", "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format",
-    "percent_format",
+    "percent_format", "Construct",
     "is_sequence", "item_from_end", "sequence_rest", "is_mapping", "mapping_rest",
     "has_match_attrs", "match_attr", "misplaced_loop_options",
 ]

@@ -2,7 +2,9 @@
 
 * No module imports another module's private name (``from .loops import
   _helper``): what a module shares, it names publicly.
-* The short-circuit operators travel as ``logical.Op``, never as strings.
+* The short-circuit operators travel as ``logical.Op``, never as strings; the
+  blocks the runtime stages as ``Construct``, whose member picks an error's
+  class (no string compared with ```if``` does).
 * ``runtime/`` is layered: each subpackage imports only from those below it
   (``core`` < ``functions`` < ``carried`` < ``python`` < ``branches`` <
   ``loop_forms``), and ``autograph.runtime`` itself (``ag__``) from any.
@@ -57,6 +59,33 @@ def test_logical_operators_are_an_enum():
     assert "op: str" not in text and 'op == "and"' not in text
     from autograph.runtime.branches.logical import Op
     assert {o.value for o in Op} == {"and", "or", "not"}
+
+
+def _string_comparisons(text: str) -> list[str]:
+    """The comparisons in ``text`` of something with a string that names a block."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Compare):
+            for part in [node.left, *node.comparators]:
+                if (isinstance(part, ast.Constant) and isinstance(part.value, str)
+                        and part.value.strip("`").split("` ")[0] in ("if", "while", "for")):
+                    found.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p.startswith("runtime" + os.sep)])
+def test_no_string_label_picks_a_construct_or_its_error(path):
+    with open(os.path.join(ROOT, path)) as f:
+        found = _string_comparisons(f.read())
+    assert not found, f"{path} compares strings that name blocks: {found}"
+
+
+def test_the_label_check_sees_a_string_comparison():
+    text = 'cls = A if construct == "`if`" else B\nok = loop == "for"\nfine = x == "other"\n'
+    assert len(_string_comparisons(text)) == 2
+    from autograph.runtime.core.constructs import Construct
+    assert Construct.IF.error.__name__ == "BranchError"
+    assert {c.error.__name__ for c in Construct if c.is_loop} == {"LoopStateError"}
 
 
 RUNTIME_LAYERS = ("core", "functions", "carried", "python", "branches", "loop_forms")

@@ -18,6 +18,7 @@ from ..carried import state as st
 from ..carried.outside import OuterState
 from ..core import key_order, run_time_errors
 from ..core.conditions import condition
+from ..core.constructs import Construct
 from ..core.host_callbacks import check as check_on_host
 from ..core.jaxprs import make_jaxpr
 from ..core.values import (
@@ -88,14 +89,14 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
             return tuple(false_fn(*init))
         return tuple(init[:len(names)])
     init, names, exits = tuple(init), errors.returning(tuple(names), returns), tuple(exits)
-    lifted = objects.lift(init, (true_fn, false_fn), "`if`")
+    lifted = objects.lift(init, (true_fn, false_fn), Construct.IF)
     if lifted is not None:  # Flax objects a branch updates: carried, written back
         n = len(names)
         return lifted.finish(_staged(
             c, lifted.wrap(true_fn, n_out=n), lifted.wrap(false_fn, n_out=n),
             lifted.tokens(init) + (lifted.state,), names + (errors.OBJECTS,), exits))
     # attributes the branches assign on the objects they reach: carried, set after
-    attrs = attributes.find(init, (true_fn, false_fn), names, "`if`")
+    attrs = attributes.find(init, (true_fn, false_fn), names, Construct.IF)
     outside = OuterState((true_fn, false_fn), init, names + tuple(dead), in_place=True,
                          owned=frozenset() if attrs is None else attrs.ids())
     out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_updating(

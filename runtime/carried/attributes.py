@@ -51,6 +51,7 @@ import numpy as np
 from autograph import errors, jax_internals
 
 from ..core import jaxprs
+from ..core.constructs import Construct
 from ..core.values import (
     MaybeUndefined,
     Undefined,
@@ -194,7 +195,7 @@ def owned_ids(values, fns, names, *, leading: int = 0) -> frozenset:
     return frozenset(_owned_objects(values, fns, _input_labels(values, names, fns, leading)))
 
 
-def find(values, fns, names, construct: str, *, leading: int = 0) -> Attributes | None:
+def find(values, fns, names, construct: Construct, *, leading: int = 0) -> Attributes | None:
     """What carries the attributes a block assigns, or None (no object to watch).
 
     ``values`` are the block's inputs (``names`` first), ``fns`` its functions,
@@ -292,7 +293,7 @@ class Attributes:
     """The objects a staged block reaches, and the attributes of them it carries."""
 
     def __init__(self, owned: list[_Owned], values: tuple, labels: list[str], n: int,
-                 construct: str):
+                 construct: Construct):
         self.owned = owned
         self.values = values    # the block's inputs
         self.labels_in = labels
@@ -428,7 +429,7 @@ class Attributes:
         an attribute not tried yet, which the next attempt carries as first assigned
         in the body (see ``_prove``)."""
         label = getattr(error, "variable", None)
-        if (self.construct == "`if`" or label not in self.labels() or label in self.fresh
+        if (not self.construct.is_loop or label not in self.labels() or label in self.fresh
                 or label in self.refused or label in self.pending):
             return False
         self.pending[label] = error
@@ -597,7 +598,7 @@ class Attributes:
                              f"{self.construct}",
                              f"`del {label}` runs in the {self.construct}, whose Python runs "
                              f"once while tracing", label, f"set `{label}` to a value instead")
-        if key not in o.start and self.construct != "`if`" and label not in self.fresh:
+        if key not in o.start and self.construct.is_loop and label not in self.fresh:
             error = self.error(f"an attribute first assigned inside a staged {self.construct} "
                              f"must be set before it",
                              f"`{label}` does not exist before the loop and is assigned in its "
@@ -639,7 +640,7 @@ class Attributes:
                          f"after the {self.construct}")
 
     def error(self, rule: str, observed: str, variable: str | None, fix: str):
-        cls = errors.BranchError if self.construct == "`if`" else errors.LoopStateError
+        cls = self.construct.error
         return cls(rule, observed=observed, variable=variable, fix=fix)
 
 

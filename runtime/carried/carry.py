@@ -18,6 +18,7 @@ from autograph import errors
 from autograph.errors import quoted as _q
 
 from ..core import key_order
+from ..core.constructs import Construct
 from ..core.values import (
     UndefinedReturn,
     describe,
@@ -32,7 +33,7 @@ from . import state as st
 class Carry:
     """Splits loop state into arrays to carry and Python objects held fixed."""
 
-    def __init__(self, values, names, loop: str):
+    def __init__(self, values, names, loop: Construct):
         self.names, self.loop = names, loop
         self.flat = [st.flatten(v) for v in values]
         self.static = []   # per name: list of (index, value) of fixed leaves
@@ -73,7 +74,7 @@ class Carry:
         if hit is not None:
             obj, attr = hit
             raise errors.LoopStateError(
-                f"an attribute cannot be assigned inside a staged `{self.loop}` loop",
+                f"an attribute cannot be assigned inside a staged {self.loop}",
                 observed=f"attribute `{attr}` of a `{type(obj).__name__}` object is assigned in "
                          f"the loop body, which runs once while tracing; the object would keep "
                          f"a traced value", variable=attr,
@@ -88,7 +89,7 @@ class Carry:
             if out_treedef != treedef:
                 detail = st.difference(before, value, name)
                 raise errors.LoopStateError(
-                    f"a variable carried by a staged `{self.loop}` loop must keep its structure",
+                    f"a variable carried by a staged {self.loop} must keep its structure",
                     observed=f"{_q(name)} is "
                              f"{describe(before) if not is_undefined(before) else 'unassigned'} "
                              f"before the loop but {describe(value)} after one iteration"
@@ -103,7 +104,7 @@ class Carry:
                 where, keys_in, keys_out = moved
                 d = name + where
                 raise KeyOrderError(
-                    f"a dict carried by a staged `{self.loop}` loop must keep the order of its "
+                    f"a dict carried by a staged {self.loop} must keep the order of its "
                     f"keys",
                     observed=f"`{d}` has its keys in the order {list(keys_in)} before "
                              f"the loop but {list(keys_out)} after one iteration; staged, the "
@@ -118,7 +119,7 @@ class Carry:
                 if i in fixed_at:
                     if not st.same_static(leaf, fixed_at[i]):
                         raise errors.LoopStateError(
-                            f"a Python value carried by a staged `{self.loop}` loop cannot change",
+                            f"a Python value carried by a staged {self.loop} cannot change",
                             observed=f"{_q(name)} is {describe(fixed_at[i])} before the loop but "
                                      f"{describe(leaf)} after one iteration",
                             variable=name,
@@ -134,14 +135,14 @@ class Carry:
     def _check_leaf(self, name, x_in, leaf, start):
         if not st.is_carryable(leaf):
             raise errors.LoopStateError(
-                f"a variable carried by a staged `{self.loop}` loop must stay an array",
+                f"a variable carried by a staged {self.loop} must stay an array",
                 observed=f"{_q(name)} is {describe(x_in)} before the loop but {describe(leaf)} "
                          f"after one iteration", variable=name,
                 fix=f"keep {_q(name)} an array in the loop body")
         a_in, a_out = st.aval_of(x_in), st.aval_of(leaf)
         if a_in.shape != a_out.shape:
             raise errors.LoopStateError(
-                f"a variable carried by a staged `{self.loop}` loop must keep its shape",
+                f"a variable carried by a staged {self.loop} must keep its shape",
                 observed=f"{_q(name)} has shape {a_in.shape} before the loop, but shape "
                          f"{a_out.shape} after one iteration", variable=name,
                 fix=f"give {_q(name)} its final shape before the loop (e.g. preallocate with "
@@ -155,7 +156,7 @@ class Carry:
                                        else a_in, a_out)
             if not a_in.weak:
                 raise errors.LoopStateError(
-                    f"a variable carried by a staged `{self.loop}` loop must keep its dtype",
+                    f"a variable carried by a staged {self.loop} must keep its dtype",
                     observed=f"{_q(name)} is {a_in.dtype.name} before the loop but "
                              f"{a_out.dtype.name} after one iteration; the eager result's dtype "
                              f"would depend on the number of iterations",
@@ -170,7 +171,7 @@ class Carry:
             return st.promote(a, b)[0]
         except st.NumberOverflow as e:
             raise errors.LoopStateError(
-                f"a Python number carried by a staged `{self.loop}` loop must keep its value",
+                f"a Python number carried by a staged {self.loop} must keep its value",
                 observed=f"{_q(name)} is the Python int {e.number}, which no integer dtype holds "
                          f"while 64-bit types are off",
                 variable=name,
@@ -194,7 +195,7 @@ class Carry:
         joint = self._joint(name, a_in, a_out)
         kind = "int" if isinstance(number, int) else type(number).__name__
         raise errors.LoopStateError(
-            f"a Python number carried by a staged `{self.loop}` loop must keep its value",
+            f"a Python number carried by a staged {self.loop} must keep its value",
             observed=(f"{_q(name)} starts as the Python {kind} {number!r}, and one iteration makes "
                       f"it {narrow.dtype.name}" if narrow is a_out else
                       f"{_q(name)} is {narrow.dtype.name} before the loop, and one iteration sets "
@@ -232,7 +233,7 @@ def _undefined_names(values, names):
 
 def _loop_undefined_error(name, loop, reason):
     return errors.LoopStateError(
-        f"a variable first assigned inside a staged `{loop}` loop must be defined before it",
+        f"a variable first assigned inside a staged {loop} must be defined before it",
         observed=f"{_q(name)} is first assigned in the loop body, and {reason}",
         variable=name,
         fix=f"initialize {_q(name)} before the loop (e.g. `{name} = jnp.zeros(...)`)")
@@ -253,7 +254,7 @@ def infer_undefined(step, values, names, loop):
                 if not st.is_carryable(leaf) and not is_undefined(leaf):
                     label = _q(n)
                     raise errors.LoopStateError(
-                        f"a staged `{loop}` loop can only produce arrays",
+                        f"a staged {loop} can only produce arrays",
                         observed=f"{label} is {describe(leaf)}, set inside a loop whose "
                                  f"iterations depend on arrays", variable=n,
                         fix="return or assign an array (or compute the Python value outside "

@@ -31,6 +31,7 @@ import numpy as np
 
 from autograph import errors
 
+from ..core.constructs import Construct
 from ..core.values import is_undefined
 
 Path = tuple
@@ -377,7 +378,7 @@ class InPlace:
     sharing one) cannot be carried so: ``LoopStateError`` names them.
     """
 
-    def __init__(self, values: Sequence[Any], names: Sequence[str], loop: str):
+    def __init__(self, values: Sequence[Any], names: Sequence[str], loop: Construct):
         self.before = tuple(values)
         self.names, self.loop = tuple(names), loop
         self.state, self.sharing = fold(self.before)
@@ -439,7 +440,7 @@ class InPlace:
         else:
             observed = f"{a} and {b} are two objects before the loop but one after one iteration"
         return errors.LoopStateError(
-            f"a list or dict shared by two names in a staged `{self.loop}` loop must stay shared",
+            f"a list or dict shared by two names in a staged {self.loop} must stay shared",
             observed=observed + "; staged, the loop carries each list once",
             variable=self.names[path[0]] if path[0] < len(self.names) else None,
             fix="copy the list before the loop (`b = list(a)`) if the names are meant to be "
@@ -478,7 +479,7 @@ def refuse_numpy_update(obj) -> None:
         return
     _, name, loop = hit
     raise errors.LoopStateError(
-        f"a NumPy array carried by a staged `{loop}` loop cannot be updated in place",
+        f"a NumPy array carried by a staged {loop} cannot be updated in place",
         observed=f"the body assigns into the NumPy array `{name}`, which Python updates in "
                  f"place (every name for it sees the update); staged, the loop carries it as "
                  f"a JAX array",

@@ -30,6 +30,7 @@ import jax
 
 from autograph import errors
 
+from ..core.constructs import Construct
 from ..core.values import closure_cells
 
 OBJECTS = errors.OBJECTS  # the label of the lifted state among the carried names
@@ -63,7 +64,7 @@ _SCALARS = (int, float, bool, complex, str, bytes, type(None))
 class Lifted:
     """The graph nodes a staged block reaches, lifted into its carried state."""
 
-    def __init__(self, nnx, nodes, cells, construct: str):
+    def __init__(self, nnx, nodes, cells, construct: Construct):
         self.nnx = nnx
         self.nodes = nodes              # the caller's objects, in a fixed order
         self.cells = cells              # (cell, k): closure cells that hold node k
@@ -171,7 +172,7 @@ class Lifted:
         return tuple(result)
 
     def _error(self, observed: str, fix: str):
-        cls = errors.BranchError if self.construct == "`if`" else errors.LoopStateError
+        cls = self.construct.error
         return cls(f"a staged {self.construct} can update Flax objects only in place",
                    observed=f"the {self.construct} {observed}", fix=fix)
 
@@ -183,7 +184,7 @@ def _is_node(nnx, value) -> bool:
         return False
 
 
-def lift(state, fns, construct: str) -> Lifted | None:
+def lift(state, fns, construct: Construct) -> Lifted | None:
     """The Flax graph nodes ``state`` and ``fns``' closures reach, or None (the common case)."""
     nnx = _nnx()
     if nnx is None:

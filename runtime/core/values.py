@@ -14,6 +14,7 @@ import numpy as np
 from autograph import errors
 
 from . import host_callbacks, run_time_errors
+from .constructs import Construct
 
 Tracer = jax.core.Tracer
 
@@ -371,7 +372,7 @@ def any_traced(tree) -> bool:
     return any(isinstance(leaf, Tracer) for leaf in leaves)
 
 
-def outer_assigned(name: str, construct: str) -> None:
+def outer_assigned(name: str, construct: Construct) -> None:
     """Refuses, inside a staged block, an assignment to a ``global``/``nonlocal`` name.
 
     Called where a block that assigns ``name`` starts. A staged block's Python
@@ -382,7 +383,7 @@ def outer_assigned(name: str, construct: str) -> None:
 
     Args:
       name: the ``global`` or ``nonlocal`` name the block assigns.
-      construct: the block, in words for the message: ``"`if`"`` or a loop.
+      construct: the block: ``Construct.IF`` or ``Construct.LOOP``.
 
     Raises:
       BranchError: an array-dependent ``if`` is being staged.
@@ -391,8 +392,7 @@ def outer_assigned(name: str, construct: str) -> None:
     if not is_staging():
         return
     from autograph import errors
-    cls = errors.BranchError if construct == "`if`" else errors.LoopStateError
-    raise cls(
+    raise construct.error(
         f"a `global` or `nonlocal` variable cannot be assigned inside an array-dependent "
         f"{construct}",
         observed=f"`{name}` is assigned in the staged {construct}, whose Python runs once while "

@@ -37,6 +37,8 @@ from typing import Any, Callable
 
 from autograph import errors
 
+from ..core.constructs import Construct
+
 _LINEN_ENTRIES = ("apply", "init", "init_with_output")
 
 
@@ -169,7 +171,7 @@ def _layers(module, prefix: str = "") -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def layers_made_before(construct: str):
+def layers_made_before(construct: Construct):
     """Refuses a staged block, in a linen method, that makes a layer or a parameter.
 
     Linen makes a layer's parameters when it is first called; inside a staged
@@ -199,7 +201,7 @@ def _made(module, before) -> tuple[str, str] | None:
     return new[0] if new else None
 
 
-def _made_inside(made: tuple[str, str], construct: str) -> errors.LoopStateError:
+def _made_inside(made: tuple[str, str], construct: Construct) -> errors.LoopStateError:
     path, kind = made
     owner, _, name = path.rpartition(".")
     if "variable" in kind:

@@ -54,6 +54,7 @@ from ..carried.in_place import InPlace
 from ..carried.outside import OuterState
 from ..core import run_time_errors
 from ..core.conditions import condition
+from ..core.constructs import Construct
 from ..core.values import (
     MaybeUndefined,
     UndefinedReturn,
@@ -233,7 +234,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                               checkpoint_memory=options.checkpoint_memory, counter_trips=trips)
             # a count from the counter: its limit must hold while the body runs
             limit = bound.limit() if bound is not None and plan.test_bounds else None
-            lifted = objects.lift(state, (test, body), "`while` loop")
+            lifted = objects.lift(state, (test, body), Construct.WHILE)
             outside = None
             if lifted is not None:  # Flax objects the body updates: carried, written back
                 out = lifted.finish(_staged_while(
@@ -241,7 +242,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
                     lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), plan))
             else:
                 # attributes the body assigns on the objects it reaches: carried, set after
-                attrs = attributes.find(state, (test, body), names, "`while` loop")
+                attrs = attributes.find(state, (test, body), names, Construct.WHILE)
                 outside = OuterState((test, body), state, names + tuple(dead),
                                      owned=frozenset() if attrs is None else attrs.ids())
                 out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_while(
@@ -259,7 +260,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             changed = None if outside is None else outside.changed()
             if outside is not None and changed is not None:
                 outside.restore()  # its trip count is traced: Python cannot run it
-                raise _changes_outside("while", changed)
+                raise _changes_outside(Construct.WHILE, changed)
             return out
         if not c:
             return state
@@ -295,10 +296,10 @@ def _describe_limit(limit) -> str:
     return "a value the body computes" if is_traced(limit) else str(limit)
 
 
-def _changes_outside(loop: str, changed: str) -> errors.LoopStateError:
+def _changes_outside(loop: Construct, changed: str) -> errors.LoopStateError:
     """The error for a staged loop body that changes ``changed`` (see ``state.OuterState``)."""
     return errors.LoopStateError(
-        f"a staged `{loop}` loop's body cannot change what lies outside the loop",
+        f"a staged {loop}'s body cannot change what lies outside the loop",
         observed=f"the body changes {changed}; staged, its Python runs once while tracing, "
                  f"not once per iteration",
         fix="carry the value in a local variable of the function (assigned in the loop, used "
@@ -327,11 +328,11 @@ def _bounded_trips(bound: Bound, state) -> int | None:
     return None
 
 
-def _staged_while(test, body, state, names, plan: Plan, loop="while"):
+def _staged_while(test, body, state, names, plan: Plan, loop: Construct = Construct.WHILE):
     born = [i for i, v in enumerate(state)
             if is_undefined(v) and not isinstance(v, UndefinedReturn)]
     try:
-        with layers_made_before(f"`{loop}` loop"):
+        with layers_made_before(loop):
             if born:
                 return _with_defined_flag(test, body, state, names, plan, loop, born)
             return _staged_while_defined(test, body, state, names, plan, loop)
@@ -342,7 +343,7 @@ def _staged_while(test, body, state, names, plan: Plan, loop="while"):
         raise error from None
 
 
-def _traced_shape(e: TypeError, loop: str) -> errors.LoopStateError | None:
+def _traced_shape(e: TypeError, loop: Construct) -> errors.LoopStateError | None:
     """The error for an array the staged loop's body makes with a shape it traces, or None.
 
     Plain ``jax.jit`` fails there too: a staged loop's values keep one shape,
@@ -356,7 +357,7 @@ def _traced_shape(e: TypeError, loop: str) -> errors.LoopStateError | None:
     variable = None if location is None else _made_name(location.text)
     made, fixed = (f"`{variable}`",) * 2 if variable else ("an array", "the array")
     return errors.LoopStateError(
-        f"an array made in a staged `{loop}` loop must have a shape known before the loop runs",
+        f"an array made in a staged {loop} must have a shape known before the loop runs",
         observed=f"the body makes {made} of shape {shape}, whose traced sizes are known only "
                  f"when the program runs; staged, every value has one shape, fixed while "
                  f"tracing",
@@ -398,7 +399,8 @@ def _with_defined_flag(test, body, state, names, plan: Plan, loop, born):
     return _staged_while_defined(test, body, start, names, plan, loop)
 
 
-def _staged_while_defined(test, body, state, names, plan: Plan, loop="while"):
+def _staged_while_defined(test, body, state, names, plan: Plan,
+                          loop: Construct = Construct.WHILE):
     """The staged loop the plan names: ``BOUNDED`` (``counted_loop``) or ``CHECKPOINTED``."""
     shared = InPlace(state, names, loop)  # lists and dicts: carried once, written back
     test, body = shared.wrap(test, returns_state=False), shared.wrap(body)
@@ -429,7 +431,7 @@ def _staged_while_defined(test, body, state, names, plan: Plan, loop="while"):
         return carry.check(out, arrays)
 
     def cond_arrays(arrays):
-        c = condition(test(*carry.unflatten(arrays)), f"a `{loop}` loop")
+        c = condition(test(*carry.unflatten(arrays)), f"a {loop}")
         return jnp.asarray(c, dtype=bool)
 
     if plan.form is Form.CHECKPOINTED:
@@ -580,7 +582,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                     out = scan_for(seq, k, body, state, names, extra_test)
                 changed = outside.changed()
                 if changed is not None:
-                    raise _changes_outside("for", changed)
+                    raise _changes_outside(Construct.FOR, changed)
                 plan = _followed(plan, verdict, names, out, extra_test)
                 if plan.form is Form.UNROLLED:
                     outside.restore()  # what the staged trace set, run again by Python
@@ -729,9 +731,9 @@ def _traced_seq_for(seq: TracedSeq, plan: Plan, dead: tuple, body, state, names,
 
     outside = OuterState((body, extra_test), state, names + dead)
     out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
-                        (errors.LOOP_INDEX,) + tuple(names), plan, loop="for")
+                        (errors.LOOP_INDEX,) + tuple(names), plan, loop=Construct.FOR)
     changed = outside.changed()
     if changed is not None:
         outside.restore()  # its trip count is traced: Python cannot run it
-        raise _changes_outside("for", changed)
+        raise _changes_outside(Construct.FOR, changed)
     return tuple(out[1:])

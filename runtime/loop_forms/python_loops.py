@@ -15,6 +15,7 @@ from autograph import errors
 from ..branches.conditionals import if_stmt
 from ..carried import attributes
 from ..core.conditions import condition
+from ..core.constructs import Construct
 from ..core.values import Tracer, is_array, is_python_number, is_traced, is_undefined
 from ..functions.libraries import layers_made_before
 from ..python.iterables import Seq
@@ -158,7 +159,7 @@ def python_for(iterable, body, state, names, extra_test, dead: Sequence[str] = (
         if extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
             if is_traced(c):
-                with layers_made_before("`for` loop"):
+                with layers_made_before(Construct.FOR):
                     state = if_stmt(c, lambda *s, item=item: body(item, *s), None, state,
                                     names=names, dead=dead)
                 continue

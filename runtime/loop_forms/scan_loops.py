@@ -22,6 +22,7 @@ from ..carried.carry import Carry, TrackedList, prepare_state, stabilize
 from ..carried.in_place import InPlace
 from ..core import intervals, key_order
 from ..core.conditions import condition
+from ..core.constructs import Construct
 from ..core.jaxprs import make_jaxpr_and_tree
 from ..core.values import flag_assigned, guard_when_asked, staging, taken_when
 from ..functions.index_meaning import PythonMeaningError
@@ -66,9 +67,9 @@ def lifted_for(run):
     or else the attributes the body assigns carried (``runtime.attributes``)."""
     def staged(seq, *rest):
         *lead, body, state, names, extra_test = rest
-        lifted = objects.lift(state, (body, extra_test), "`for` loop")
+        lifted = objects.lift(state, (body, extra_test), Construct.FOR)
         if lifted is None:
-            attrs = attributes.find(state, (body, extra_test), names, "`for` loop", leading=1)
+            attrs = attributes.find(state, (body, extra_test), names, Construct.FOR, leading=1)
             return attributes.carrying(attrs, lambda wrap, values, labels: run(
                 seq, *lead, wrap(body, leading=1), values, labels,
                 None if extra_test is None else wrap(extra_test, returns_state=False)),
@@ -89,11 +90,11 @@ def scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         lambda a: jnp.asarray(a)[k0:seq.n], seq.xs)
     ks = jnp.arange(k0, seq.n, dtype=np.int32)
     x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
-    shared = InPlace(state, names, "for")  # lists and dicts: carried once, written back
+    shared = InPlace(state, names, Construct.FOR)  # lists and dicts: carried once, written back
     body, extra_test = shared.wrap(body, leading=1), shared.wrap(extra_test, returns_state=False)
-    state = prepare_state(shared.state, names, "for",
+    state = prepare_state(shared.state, names, Construct.FOR,
                           lambda s: tuple(body(seq.element(ks[0], x0), *s)), may_skip=False)
-    carry = Carry(state, names, "for")
+    carry = Carry(state, names, Construct.FOR)
     lists = {i: len(v) for i, v in enumerate(state) if isinstance(v, list)}
     appended_count = {}
 

@@ -42,7 +42,7 @@ def test_golden_full_pipeline_declares_in_the_generated_function():
             def if_true():
                 def if_true_1():
                     global calls
-                    ag__.outer_assigned('calls', '`if`')
+                    ag__.outer_assigned('calls', ag__.Construct.IF)
                     calls = 5
                     return ()
                 ag__.if_stmt(x > 1, if_true_1, None, (), names=())

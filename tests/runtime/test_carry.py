@@ -23,6 +23,7 @@ from autograph.runtime.carried.carry import (
     prepare_state,
     stabilize,
 )
+from autograph.runtime.core.constructs import Construct
 from autograph.runtime.core.values import Undefined
 
 NAMES = ("x", "d", "n", "l")
@@ -48,7 +49,7 @@ def _same_tree(a, b):
 
 
 def test_carried_arrays_and_fixed_python_objects():
-    c = Carry(_state(), NAMES, "while")
+    c = Carry(_state(), NAMES, Construct.WHILE)
     # arrays and Python numbers are carried, as arrays; strings and None are held fixed
     assert len(c.arrays) == 4
     assert all(isinstance(a, jax.Array) for a in c.arrays)
@@ -63,7 +64,7 @@ def test_carried_arrays_and_fixed_python_objects():
 
 def test_unflatten_round_trip():
     state = _state()
-    c = Carry(state, NAMES, "while")
+    c = Carry(state, NAMES, Construct.WHILE)
     out = c.unflatten(c.arrays)
     assert isinstance(out, tuple) and len(out) == 4
     _same_tree(out, state)
@@ -73,7 +74,7 @@ def test_unflatten_round_trip():
 
 def test_unflatten_puts_new_arrays_in_place():
     state = _state()
-    c = Carry(state, NAMES, "while")
+    c = Carry(state, NAMES, Construct.WHILE)
     new = [a + 10 for a in c.arrays]
     out = c.unflatten(new)
     np.testing.assert_array_equal(np.asarray(out[0]), np.arange(3.0) + 10)
@@ -83,16 +84,16 @@ def test_unflatten_puts_new_arrays_in_place():
 
 
 def test_unflatten_of_empty_and_flat_states():
-    c = Carry((), (), "for")
+    c = Carry((), (), Construct.FOR)
     assert c.arrays == [] and c.unflatten([]) == ()
-    c = Carry((1.5, "s"), ("a", "b"), "for")
+    c = Carry((1.5, "s"), ("a", "b"), Construct.FOR)
     assert len(c.arrays) == 1
     assert c.unflatten([jnp.float32(3.0)]) == (3.0, "s")
 
 
 def test_check_accepts_the_same_structure():
     state = _state()
-    c = Carry(state, NAMES, "while")
+    c = Carry(state, NAMES, Construct.WHILE)
     out = c.check(state, c.arrays)
     assert len(out) == len(c.arrays)
     for a, b in zip(out, c.arrays):
@@ -124,7 +125,7 @@ def _changed(**changes):
     (_changed(d={"b": 1.5, "a": (2.0, "mode")}), "d", "keep its value"),
 ])
 def test_check_refuses_a_changed_state(out, variable, words):
-    c = Carry(_state(), NAMES, "while")
+    c = Carry(_state(), NAMES, Construct.WHILE)
     with pytest.raises(autograph.LoopStateError) as info:
         c.check(out, c.arrays)
     assert info.value.variable == variable
@@ -133,7 +134,7 @@ def test_check_refuses_a_changed_state(out, variable, words):
 
 
 def test_check_refuses_reordered_keys():
-    c = Carry(_state(), NAMES, "for")
+    c = Carry(_state(), NAMES, Construct.FOR)
     out = _changed(d={"a": (2.0, "mode"), "b": 1})
     with pytest.raises(KeyOrderError) as info:
         c.check(out, c.arrays)
@@ -147,7 +148,7 @@ def test_check_refuses_an_assigned_attribute():
 
     box = Box()
     box.v = 1
-    c = Carry((box, 0.0), ("box", "s"), "while")
+    c = Carry((box, 0.0), ("box", "s"), Construct.WHILE)
     box.v = 2  # as a body run while tracing would
     with pytest.raises(autograph.LoopStateError) as info:
         c.check((box, 1.0), c.arrays)
@@ -156,14 +157,14 @@ def test_check_refuses_an_assigned_attribute():
 
 def test_check_casts_a_python_number_to_the_carried_dtype():
     # `x = 0` on a float32 carry: the number takes the carry's dtype
-    c = Carry((jnp.float32(2.0),), ("x",), "while")
+    c = Carry((jnp.float32(2.0),), ("x",), Construct.WHILE)
     (out,) = c.check((0,), c.arrays)
     assert out.dtype == jnp.float32 and not out.weak_type and float(out) == 0.0
 
 
 def test_check_lets_a_python_number_become_a_strong_array():
     # `best = 0.0` before the loop, `best = v` in it: the carry ends strongly typed
-    c = Carry((0.0,), ("best",), "while")
+    c = Carry((0.0,), ("best",), Construct.WHILE)
     (out,) = c.check((jnp.float32(1.5),), c.arrays)
     assert float(out) == 1.5
     assert c.strengthen == {0}
@@ -173,7 +174,7 @@ def test_check_lets_a_python_number_become_a_strong_array():
 
 def test_check_refuses_a_narrowing_of_a_python_number():
     # -1 made uint8 would wrap around when staged
-    c = Carry((-1,), ("k",), "while")
+    c = Carry((-1,), ("k",), Construct.WHILE)
     with pytest.raises(autograph.LoopStateError) as info:
         c.check((jnp.uint8(3),), c.arrays)
     assert info.value.variable == "k"
@@ -185,7 +186,7 @@ def test_check_refuses_a_narrowing_of_a_python_number():
 
 
 def test_stabilize_promotes_weak_arrays_to_what_the_body_makes():
-    c = Carry((0, jnp.int32(1)), ("a", "b"), "while")
+    c = Carry((0, jnp.int32(1)), ("a", "b"), Construct.WHILE)
     changed = stabilize(c, [ShapedArray((), jnp.float32), ShapedArray((), jnp.int32)])
     assert changed
     assert c.arrays[0].dtype == jnp.float32  # the weak int becomes a float
@@ -193,7 +194,7 @@ def test_stabilize_promotes_weak_arrays_to_what_the_body_makes():
 
 
 def test_stabilize_leaves_strong_arrays_and_matching_ones():
-    c = Carry((jnp.int32(0), 1.0), ("a", "b"), "while")
+    c = Carry((jnp.int32(0), 1.0), ("a", "b"), Construct.WHILE)
     assert not stabilize(c, [ShapedArray((), jnp.float32), ShapedArray((), jnp.float32)])
     assert c.arrays[0].dtype == jnp.int32  # strong: the check refuses it later, not here
 
@@ -205,18 +206,18 @@ def test_stabilize_leaves_strong_arrays_and_matching_ones():
 def test_prepare_state_refuses_a_variable_assigned_first_in_a_loop_that_may_skip():
     state = (Undefined("y"), 1.0)
     with pytest.raises(autograph.LoopStateError) as info:
-        prepare_state(state, ("y", "x"), "while", lambda s: (s[1] * 2.0, s[1]), may_skip=True)
+        prepare_state(state, ("y", "x"), Construct.WHILE, lambda s: (s[1] * 2.0, s[1]), may_skip=True)
     assert info.value.variable == "y"
 
 
 def test_infer_undefined_gives_zeros_of_what_one_iteration_makes():
     state = (Undefined("y"), jnp.ones(2), 3)
     out = infer_undefined(lambda s: (jnp.stack([s[1], s[1]]), s[1] + 1.0, s[2] + 1), state,
-                          ("y", "x", "k"), "for")
+                          ("y", "x", "k"), Construct.FOR)
     assert out[0].shape == (2, 2) and out[0].dtype == jnp.float32
     np.testing.assert_array_equal(np.asarray(out[0]), 0.0)
     assert out[1] is state[1] and out[2] == 3  # the others are untouched
-    again = prepare_state(state, ("y", "x", "k"), "for",
+    again = prepare_state(state, ("y", "x", "k"), Construct.FOR,
                           lambda s: (jnp.stack([s[1], s[1]]), s[1] + 1.0, s[2] + 1),
                           may_skip=False)
     assert again[0].shape == (2, 2)
@@ -225,7 +226,7 @@ def test_infer_undefined_gives_zeros_of_what_one_iteration_makes():
 def test_infer_undefined_refuses_a_python_object():
     state = (Undefined("y"), 1.0)
     with pytest.raises(autograph.LoopStateError) as info:
-        infer_undefined(lambda s: ("text", s[1]), state, ("y", "x"), "while")
+        infer_undefined(lambda s: ("text", s[1]), state, ("y", "x"), Construct.WHILE)
     assert info.value.variable == "y"
 
 
