@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import sys
 import types
+import weakref
 from typing import Any, Callable
 
 from autograph import errors
@@ -282,20 +283,38 @@ _PUBLIC = {"_JitWrapper": "filter_jit", "_ValueAndGradWrapper": "filter_value_an
 
 # -- shared -----------------------------------------------------------------------------
 
-_rebuilt: dict[int, tuple[Any, Any]] = {}  # id(entry point) -> (it, rebuilt), while it lives
+# id(entry point) -> (a reference to it, rebuilt): weak where the entry point allows
+# it, so an entry leaves with the object; bounded for those held strongly, and for a
+# rebuilt function that itself holds its entry point
+_rebuilt: dict[int, tuple[Callable[[], Any], Any]] = {}
+_MEMO_BOUND = 4096
 
 
 def _memo(key, build: Callable[[], Any]):
     """``build()``, made once per ``key`` object (linen's methods and Equinox's wrappers
     are made once, at class creation or by the user, and called many times)."""
-    found = _rebuilt.get(id(key))
-    if found is not None and found[0] is key:
+    ident = id(key)
+    found = _rebuilt.get(ident)
+    if found is not None and found[0]() is key:
         return found[1]
     value = build()
-    if len(_rebuilt) > 4096:
+    if len(_rebuilt) >= _MEMO_BOUND:
         _rebuilt.clear()
-    _rebuilt[id(key)] = (key, value)
+    _rebuilt[ident] = (_reference(key, ident), value)
     return value
+
+
+def _reference(key, ident: int) -> Callable[[], Any]:
+    """A weak reference to ``key`` whose entry leaves ``_rebuilt`` with it, or a strong
+    one where ``key`` takes no weak references."""
+    def forget(ref) -> None:
+        entry = _rebuilt.get(ident)
+        if entry is not None and entry[0] is ref:  # not a later object at the same id
+            _rebuilt.pop(ident, None)
+    try:
+        return weakref.ref(key, forget)
+    except TypeError:
+        return lambda: key
 
 
 def _cannot(what: str, observed: str, fix: str) -> errors.ConversionError:
