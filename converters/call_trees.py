@@ -181,7 +181,8 @@ class _Transformer(LocalNamesTransformer):
         self.generic_visit(node)
         func = node.func
         if (isinstance(func, gast.Name) and func.id == "super" and not node.args
-                and self.ctx.super_args is not None and self.depth == 1):
+                and self.ctx.super_args is not None and self.depth == 1
+                and "super" not in self.locals):  # not a local function named `super`
             node.args = [templates.name(a) for a in self.ctx.super_args]
             return node
         reason = anno.get(node, Anno.MISPLACED_OPTIONS)

@@ -332,6 +332,30 @@ def test_super_in_method():
     assert autograph.convert(Scaled.act)(s, 4.0) == 30.0
 
 
+class _Base:
+    def add_one(self, x):
+        return x + 1
+
+
+class _ShadowsSuper(_Base):
+    def forward(self, x):
+        def super():  # noqa: A001 - a local function of that name, as Python allows
+            class Other:
+                def add_one(self, x):
+                    return x + 10
+            return Other()
+        if x > 0:
+            return super().add_one(x)
+        return x
+
+
+def test_a_local_function_named_super_is_called_as_written():
+    m = _ShadowsSuper()
+    assert m.forward(1.0) == 11.0
+    assert float(jax.jit(autograph.convert(m.forward))(1.0)) == 11.0
+    assert float(jax.jit(autograph.convert(m.forward))(-1.0)) == -1.0
+
+
 def test_partial():
     p = functools.partial(clamp, lo=-1.0, hi=3.0)
     c = autograph.convert(p)
