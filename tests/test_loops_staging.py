@@ -325,16 +325,93 @@ def test_counter_that_fits_int32_stays_one_scan():
 def doubled_where_positive(x):
     p = 1
     for i in range(40):
-        if x > 0:  # a traced branch picks `p`: an int32 array from here on, even unrolled
+        if x > 0:  # a traced branch picks `p`: eagerly a Python int, staged int32
             p = p * 2
         x = x - 0.1
-    return x
+    return x, p
 
 
-def test_integer_picked_by_a_traced_branch_is_not_followed():
+def counted_where_positive(x):
+    p = 0
+    for i in range(40):
+        if x > 0:
+            p = p + 1
+        x = x - 0.1
+    return x, p
+
+
+def test_integer_a_traced_branch_picks_is_refused_where_it_may_outgrow_int32():
+    # eagerly `p` is an exact Python int (2**40 when `x` stays positive); staged, or
+    # unrolled with each `if` staged, it is int32 and wraps around
+    with pytest.raises(autograph.LoopStateError, match=r"a traced branch") as e:
+        jax.jit(autograph.convert(doubled_where_positive))(jnp.float32(10.0))
+    assert "variable: p" in str(e.value) and "2,147,483,648" in str(e.value)
     import warnings
 
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no unrolling warning
-        jaxpr = jax.make_jaxpr(autograph.convert(doubled_where_positive))(1.0)
+        warnings.simplefilter("error")  # a count a traced branch picks stays one scan
+        jaxpr = jax.make_jaxpr(autograph.convert(counted_where_positive))(1.0)
     assert "scan" in primitives(jaxpr)
+    for start in (1.0, 10.0):
+        x, p = jax.jit(autograph.convert(counted_where_positive))(jnp.float32(start))
+        want_x, want_p = counted_where_positive(jnp.float32(start))
+        assert int(p) == want_p
+
+
+def factorial_until(x):
+    fact = 1
+    for i in range(1, 30):
+        if i > x:  # a traced `break`: the loop is staged, `fact` a Python int eagerly
+            break
+        fact *= i
+    return fact
+
+
+def powers_of_three(n):
+    f = 1
+    i = 0
+    while i < n:
+        i += 1
+        f *= 3
+    return f
+
+
+def factorial_to(n):
+    fact = 1
+    for i in range(1, n):
+        fact *= i
+    return fact
+
+
+def test_a_traced_break_before_an_integer_past_int32_is_refused():
+    with pytest.raises(autograph.LoopStateError, match=r"outgrow int32") as e:
+        jax.jit(autograph.convert(factorial_until))(jnp.int32(20))
+    assert "variable: fact" in str(e.value)
+
+
+@pytest.mark.parametrize("fn", [powers_of_three, factorial_to], ids=lambda f: f.__name__)
+def test_a_traced_trip_count_fails_where_the_loop_runs_past_int32(fn):
+    # the trip count is known only when the program runs: the steps that keep the Python
+    # int inside int32 give its exact value; the run that goes past it fails, naming it
+    staged = jax.jit(autograph.convert(fn))
+    for n in (0, 3, 12):
+        assert int(staged(jnp.int32(n))) == fn(n)
+    with pytest.raises(Exception, match=r"outgrow int32") as e:
+        jax.block_until_ready(staged(jnp.int32(40)))
+    assert "test_loops_staging.py" in str(e.value)
+    with pytest.raises(autograph.LoopStateError, match=r"outgrow int32"):
+        autograph.function(fn)(jnp.int32(40))
+
+
+def powers_of_three_from_an_array(n):
+    f = jnp.int32(1)
+    i = 0
+    while i < n:
+        i += 1
+        f *= 3
+    return f
+
+
+def test_an_int32_array_carried_past_int32_wraps_as_it_does_eagerly():
+    got = jax.jit(autograph.convert(powers_of_three_from_an_array))(jnp.int32(40))
+    assert int(got) == int(powers_of_three_from_an_array(jnp.int32(40)))

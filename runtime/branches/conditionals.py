@@ -16,13 +16,14 @@ from autograph import errors
 from ..carried import attributes, in_place, objects
 from ..carried import state as st
 from ..carried.outside import OuterState
-from ..core import key_order, run_time_errors
+from ..core import intervals, key_order, run_time_errors
 from ..core.conditions import condition
 from ..core.constructs import Construct
 from ..core.host_callbacks import check as check_on_host
 from ..core.jaxprs import make_jaxpr
 from ..core.values import (
     MaybeUndefined,
+    Tracer,
     UndefinedReturn,
     branch_guard,
     describe,
@@ -372,6 +373,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
             arrays = lax.cond(pred, run_true, run_false)
     flags = arrays[len(arrays) - len(born):]
     out = list(_rebuild(spec, arrays[:len(arrays) - len(born)]))
+    _note_python_ints(out, t_rec.values, f_rec.values)
     for j, flag in zip(born, flags):
         vt, vf = t_rec.values[j], f_rec.values[j]
         value = out[j]
@@ -379,6 +381,18 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
             value, flag = value.value, jnp.logical_and(flag, value.defined)
         out[j] = MaybeUndefined(vt if is_undefined(vt) else vf, value, flag)
     return in_place.write_back(init, tuple(out), true.kept & false.kept)
+
+
+def _note_python_ints(out, true_values, false_values) -> None:
+    """A Python int both branches leave (``h = h * 2`` on one, ``h`` on the other) is an
+    int32 tracer after the staged `if`, where eagerly it stays a Python int: the hull of
+    the two is noted (``intervals.note_python_int``), so a loop that carries it checks
+    it against int32 as the exact Python int it is eagerly."""
+    for value, a, b in zip(out, true_values, false_values):
+        if isinstance(value, Tracer):
+            ia, ib = intervals.python_int(a), intervals.python_int(b)
+            if ia is not None and ib is not None:
+                intervals.note_python_int(value, (min(ia[0], ib[0]), max(ia[1], ib[1])))
 
 
 def _refuse_one_sided_update(true: _Branch, false: _Branch, names) -> None:

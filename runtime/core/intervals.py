@@ -22,6 +22,7 @@ to show (a counter stepping by one).
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -58,6 +59,34 @@ def known(value) -> Interval:
         return int(a.min()), int(a.max())
     if np.issubdtype(a.dtype, np.floating) and np.isfinite(a).all():
         return float(a.min()), float(a.max())
+    return None
+
+
+# Traced ints that hold a Python int eagerly: a staged `if` whose branches leave
+# Python ints (`h = h * 2` on one, `h` on the other) makes an int32 tracer of them;
+# id -> (a weak reference to it, the hull of the branches' values). Bounded.
+_PYTHON_INTS: dict[int, tuple[Any, tuple[int, int]]] = {}
+
+
+def note_python_int(tracer, interval: tuple[int, int]) -> None:
+    """Notes that ``tracer`` is, eagerly, a Python int in ``interval``."""
+    try:
+        ref = weakref.ref(tracer)
+    except TypeError:
+        return
+    if len(_PYTHON_INTS) >= 4096:
+        _PYTHON_INTS.clear()
+    _PYTHON_INTS[id(tracer)] = (ref, interval)
+
+
+def python_int(value) -> tuple[int, int] | None:
+    """The interval of what ``value`` is eagerly where that is a Python int: a Python
+    int itself, or a tracer noted by :func:`note_python_int`; else None."""
+    if type(value) is int:
+        return value, value
+    found = _PYTHON_INTS.get(id(value))
+    if found is not None and found[0]() is value:
+        return found[1]
     return None
 
 
@@ -332,23 +361,31 @@ class Followed(NamedTuple):
 
     overflow: tuple[int, float] | None  # (position in the carry, the value it would reach)
     finals: dict[int, int]  # position -> exact final value, for Python ints followed to the end
+    steps: int = 0  # at the overflow, the steps run when it would happen (1 for the first)
+    branched: bool = False  # the overflow is of a value a traced branch picks at some step
 
 
 def follow(closed, carry_init: list, n_carry: int, first_index: int,
-           extra: list[Interval], steps: int) -> Followed:
+           extra: list[Interval], steps: int, python_only: bool = False) -> Followed:
     """Follows a loop's carried integers step by step, exactly.
 
     The loop is followed from ``carry_init``, with the step index
     ``first_index``, ``first_index + 1``, ...: an integer that stays exactly
     known (it depends on known values and the index only, as ``fact *= i``
     and ``n += 1`` do) is checked at each step; one that comes to depend on
-    an array (a traced branch picks it, an array is added to it) is no
-    longer followed, since the Python loop would carry it as an array too.
-    Only the part of the body the carried integers depend on is run. A loop
-    of at most ``FOLLOW_LIMIT`` steps is followed to its end (else its first
-    ``STEPS``), and the carried values that started as Python ints and stay
-    known to the end are given as ``finals``: under ``jax.jit`` the Python
-    loop leaves them Python ints.
+    an array (an array is added to it) is no longer followed, since the
+    Python loop would carry it as an array too. Only the part of the body the
+    carried integers depend on is run. A loop of at most ``FOLLOW_LIMIT``
+    steps is followed to its end (else its first ``STEPS``), and the carried
+    values that started as Python ints and stay known to the end are given as
+    ``finals``: under ``jax.jit`` the Python loop leaves them Python ints.
+
+    A Python int that a traced branch picks (``if x[i] > 0: fact *= i``, or a
+    traced ``break`` before ``fact *= i``) stays a Python int in the Python
+    loop run eagerly, where the branch is a Python ``if``: it is then followed
+    for the first ``STEPS`` steps as an interval, the hull of what each branch
+    makes of it (inputs other than the carry and the index unknown), and an
+    overflow found so is ``branched``: some run of the loop may reach it.
 
     Args:
       closed: the body's ``ClosedJaxpr``; its inputs are the carry (``n_carry``
@@ -359,30 +396,68 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
       first_index: the step index of the first step.
       extra: intervals of the inputs after the index.
       steps: how many times the body runs.
+      python_only: whether only the values that start as Python ints are checked
+        (an int32 array wraps around in the Python loop too).
     """
     jaxpr = closed.jaxpr
     state = [known(v) if _is_int(o.aval) else None
              for v, o in zip(carry_init, jaxpr.outvars[:n_carry])]
-    if all(s is None for s in state):
+    python = [python_int(v) is not None for v in carry_init]
+    # a Python int stopped being exact: a traced branch may pick it (or already did)
+    branched = any(p and type(v) is not int for p, v in zip(python, carry_init))
+    if all(s is None for s in state) and not branched:
         return Followed(None, {})
     eqns = _slice(jaxpr, [i for i, s in enumerate(state) if s is not None])
     consts = [known(c) for c in closed.consts]
     run = steps if steps <= FOLLOW_LIMIT else min(steps, STEPS)
+    lost = False  # every carried integer stopped being followed
     for t in range(run):
         if all(s is None for s in state):
-            return Followed(None, {})
+            lost = True
+            break
         index = (first_index + t, first_index + t)
         out = _run(jaxpr, consts, state + [index] + list(extra), eqns=eqns)[:n_carry]
+        branched = branched or any(
+            o is not None and o[0] != o[1] and p for o, p in zip(out, python))
         state = [o if o is not None and o[0] == o[1] else None for o in out]
         for i, (value, var) in enumerate(zip(state, jaxpr.outvars)):
             if (value is not None and var.aval.dtype != np.bool_
-                    and not _LO <= value[0] <= _HI):
-                return Followed((i, value[0]), {})
-    if run < steps:
+                    and not _LO <= value[0] <= _HI and (python[i] or not python_only)):
+                return Followed((i, value[0]), {}, t + 1)
+    if branched:
+        found = _follow_branches(closed, carry_init, n_carry, first_index, min(steps, STEPS))
+        if found is not None:
+            return found
+    if lost or run < steps:
         return Followed(None, {})
     finals = {i: int(s[0]) for i, (s, v) in enumerate(zip(state, carry_init))
               if s is not None and type(v) is int}
     return Followed(None, finals)
+
+
+def _follow_branches(closed, carry_init: list, n_carry: int, first_index: int,
+                     steps: int) -> Followed | None:
+    """``follow``'s second pass: the Python ints of the carry as intervals (the hull of
+    what each traced branch makes of them), the other inputs unknown; the first that
+    may leave int32, or None."""
+    jaxpr = closed.jaxpr
+    state: list[Interval] = [python_int(v) if _is_int(o.aval) else None
+                             for v, o in zip(carry_init, jaxpr.outvars[:n_carry])]
+    eqns = _slice(jaxpr, [i for i, s in enumerate(state) if s is not None])
+    consts = [known(c) for c in closed.consts]
+    unknown: list[Interval] = [None] * (len(jaxpr.invars) - n_carry - 1)
+    for t in range(steps):
+        if all(s is None for s in state):
+            return None
+        index = (first_index + t, first_index + t)
+        state = _run(jaxpr, consts, state + [index] + unknown, eqns=eqns)[:n_carry]
+        for i, (value, var) in enumerate(zip(state, jaxpr.outvars)):
+            if value is None or var.aval.dtype == np.bool_:
+                continue
+            if not (_LO <= value[0] and value[1] <= _HI):
+                end = value[1] if value[1] > _HI else value[0]
+                return Followed((i, end), {}, t + 1, branched=True)
+    return None
 
 
 def _slice(jaxpr, outputs: list[int]) -> list:

@@ -120,7 +120,8 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
                       arrays: Sequence[Any], *, checkpoints: int | None = None,
                       maximum: int | None = None,
                       stabilize: Callable[[Sequence[Any]], Sequence[Any] | None] | None = None,
-                      checkpoint_memory: int | None = None) -> list:
+                      checkpoint_memory: int | None = None,
+                      check: Callable[[Any], None] | None = None) -> list:
     """Runs ``body`` while ``test(arrays)``, differentiably in forward and reverse mode.
 
     Args:
@@ -135,6 +136,9 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
       stabilize: optional ``stabilize(out_avals) -> arrays or None``: given
         what one step of ``body`` produces, new initial arrays (promoted to
         the dtypes the body makes), or None when they already match.
+      check: optional ``check(body_jaxpr)``, called once the body is traced
+        (its inputs: the arrays; with ``maximum``, then the step count); it
+        may raise to refuse the loop.
 
     Returns:
       The final arrays, as a list.
@@ -150,9 +154,11 @@ def checkpointed_loop(test: Callable[[list], Any], body: Callable[[list], Sequen
             lambda a: jnp.logical_and(a[-1] < limit, test(a[:-1])),
             lambda a: list(body(a[:-1])) + [a[-1] + 1], list(arrays) + [jnp.int32(0)],
             checkpoints=checkpoints, checkpoint_memory=checkpoint_memory,
-            stabilize=None if stabilize is None else _counted(stabilize))
+            stabilize=None if stabilize is None else _counted(stabilize), check=check)
         return counted[:-1]
     arrays, test_jaxpr, body_jaxpr = trace_loop(test, body, arrays, stabilize)
+    if check is not None:
+        check(body_jaxpr)
     if checkpoints is None:
         checkpoints = default_checkpoints(
             sum(_known_size(a.shape) * a.dtype.itemsize for a in body_jaxpr.in_avals),

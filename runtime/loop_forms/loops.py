@@ -52,12 +52,13 @@ from ..carried import attributes, objects
 from ..carried.carry import Carry, KeyOrderError, infer_undefined, prepare_state
 from ..carried.in_place import InPlace
 from ..carried.outside import OuterState
-from ..core import run_time_errors
+from ..core import intervals, run_time_errors
 from ..core.conditions import condition
 from ..core.constructs import Construct
 from ..core.values import (
     MaybeUndefined,
     UndefinedReturn,
+    fail_at_run_time,
     flag_assigned,
     guard_when_asked,
     is_python_number,
@@ -86,7 +87,14 @@ from .python_loops import (
     st_any_traced,
     warn_unrolled,
 )
-from .scan_loops import Int32OverflowError, before_binding, lifted_for, scan_for, stabilizer
+from .scan_loops import (
+    Int32OverflowError,
+    before_binding,
+    lifted_for,
+    overflow_error,
+    scan_for,
+    stabilizer,
+)
 
 __all__ = ["while_stmt", "for_stmt", "range_", "enumerate_", "zip_", "reversed_", "TracedRange"]
 
@@ -434,22 +442,57 @@ def _staged_while_defined(test, body, state, names, plan: Plan,
         c = condition(test(*carry.unflatten(arrays)), f"a {loop}")
         return jnp.asarray(c, dtype=bool)
 
-    if plan.form is Form.CHECKPOINTED:
-        with staging():
-            final = checkpointed_loop(cond_arrays, body_arrays, carry.arrays,
-                                      checkpoints=plan.checkpoints, maximum=plan.maximum,
-                                      checkpoint_memory=plan.checkpoint_memory,
-                                      stabilize=stabilizer(carry))
-    else:
-        with staging():
-            final = counted_loop(cond_arrays, lambda arrays, k: body_arrays(arrays),
-                                 carry.arrays, int(plan.maximum), stabilize=stabilizer(carry),
-                                 test_bounds=plan.test_bounds)
+    def run(test_arrays, step_arrays, arrays, check):
+        if plan.form is Form.CHECKPOINTED:
+            return checkpointed_loop(test_arrays, step_arrays, arrays,
+                                     checkpoints=plan.checkpoints, maximum=plan.maximum,
+                                     checkpoint_memory=plan.checkpoint_memory,
+                                     stabilize=stabilizer(carry), check=check)
+        return counted_loop(test_arrays, lambda a, k: step_arrays(a), arrays,
+                            int(plan.maximum), stabilize=stabilizer(carry),
+                            test_bounds=plan.test_bounds, check=check)
+
+    def follow(closed):
+        followed = intervals.follow(closed, carry.starts, len(carry.arrays), 0, [],
+                                    intervals.STEPS, python_only=True)
+        if followed.overflow is not None:
+            raise _Outgrows(followed)
+
+    with staging():
+        try:
+            final = run(cond_arrays, body_arrays, carry.arrays,
+                        follow if any(intervals.python_int(v) is not None for v in carry.starts)
+                        else None)
+        except _Outgrows as found:
+            final = _counting(run, cond_arrays, body_arrays, carry, found.followed)
     # a Python number the body never changes comes out as itself, as from the Python
     # loop (after any number of steps), not as the array it was carried as
     final = [carry.starts[i] if i in kept and is_python_number(carry.starts[i]) else a
              for i, a in enumerate(final)]
     return shared.finish(carry.unflatten(final, final=True))
+
+
+class _Outgrows(Exception):
+    """Following a staged `while` loop's Python ints found one that would leave int32."""
+
+    def __init__(self, followed: intervals.Followed):
+        super().__init__()
+        self.followed = followed
+
+
+def _counting(run, test, body, carry: Carry, followed: intervals.Followed) -> list:
+    """The staged `while` loop ``run`` makes, counting its steps, and failing when the
+    program runs where it ran as many steps as ``followed`` found a carried Python int
+    needs to outgrow int32 (eagerly an exact Python int; staged, int32 wraps around).
+
+    The trip count is known only then: the loop is refused only where it runs that far.
+    """
+    counted = run(lambda a: test(a[:-1]), lambda a: list(body(a[:-1])) + [a[-1] + 1],
+                  list(carry.arrays) + [jnp.int32(0)], None)
+    assert followed.overflow is not None
+    name = carry.owners[followed.overflow[0]]
+    fail_at_run_time(counted[-1] < followed.steps, overflow_error(followed, name, None))
+    return list(counted[:-1])
 
 
 # ----------------------------------------------------------------------------
@@ -713,8 +756,8 @@ def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
     if run_time_errors.raised_as_it_ran(error):
         return False  # run eagerly (`jax.vmap` without `jit`), it failed with its effects done
     # unrolled, each step after a traced exit test is a staged branch, which carries
-    # the integer as int32 all the same
-    return not (isinstance(error, Int32OverflowError) and exits)
+    # the integer as int32 all the same, as does a traced branch that picks it
+    return not (isinstance(error, Int32OverflowError) and (exits or error.branched))
 
 
 @lifted_for
@@ -730,7 +773,7 @@ def _traced_seq_for(seq: TracedSeq, plan: Plan, dead: tuple, body, state, names,
         return (k + 1,) + tuple(body(seq.element(k), *s))
 
     outside = OuterState((body, extra_test), state, names + dead)
-    out = _staged_while(test, loop_body, (jnp.int32(0),) + tuple(state),
+    out = _staged_while(test, loop_body, (np.int32(0),) + tuple(state),
                         (errors.LOOP_INDEX,) + tuple(names), plan, loop=Construct.FOR)
     changed = outside.changed()
     if changed is not None:

@@ -203,20 +203,48 @@ def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int,
                                 steps if to_end else min(steps, intervals.STEPS))
     if followed.overflow is None:
         return {i: v for i, v in followed.finals.items() if i not in carry.strengthen}
-    position, bound = followed.overflow
-    name = carry.owners[position]
-    raise Int32OverflowError(
-        "an integer carried by a staged loop would outgrow int32",
-        observed=f"`{name}` reaches {intervals.describe(bound)} within the loop's "
-                 f"{steps} steps; staged, the loop computes it in "
-                 f"int32, which wraps around (a Python loop keeps it exact)",
-        variable=name,
-        fix="compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = (h * "
-            "31 + i) % m`), or run a loop short enough to run as Python")
+    raise overflow_error(followed, carry.owners[followed.overflow[0]], steps)
+
+
+def overflow_error(followed: intervals.Followed, name: str, steps) -> Int32OverflowError:
+    """The error for the overflow ``followed`` found, of the carried ``name``, in a
+    loop of ``steps`` steps (None: known only at run time)."""
+    assert followed.overflow is not None
+    bound = followed.overflow[1]
+    within = (f"within the loop's {steps} steps" if steps is not None else
+              f"after {followed.steps} steps, and this run of the loop made that many")
+    short = ("run a loop short enough to run as Python" if steps is not None else
+             "start it as an array of the dtype it should wrap in (`jnp.int32(1)`)")
+    if followed.branched:
+        error = Int32OverflowError(
+            "an integer carried by a staged loop would outgrow int32",
+            observed=f"`{name}` is a Python int that a traced branch updates (a Python "
+                     f"`if` when the function runs eagerly); it may reach "
+                     f"{intervals.describe(bound)} {within}, and staged, the loop computes "
+                     f"it in int32, which wraps around",
+            variable=name,
+            fix="compute it as a float (`1.0` rather than `1`), or reduce it as you go "
+                "(`h = (h * 31 + i) % m`), or start it as an array of the dtype it should "
+                "wrap in (`jnp.int32(1)`)")
+    else:
+        error = Int32OverflowError(
+            "an integer carried by a staged loop would outgrow int32",
+            observed=f"`{name}` reaches {intervals.describe(bound)} {within}; staged, the "
+                     f"loop computes it in int32, which wraps around (a Python loop keeps it "
+                     f"exact)",
+            variable=name,
+            fix=f"compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = "
+                f"(h * 31 + i) % m`), or {short}")
+    error.branched = followed.branched
+    return error
 
 
 class Int32OverflowError(errors.LoopStateError):
-    """A carried integer would outgrow int32 (see ``_refuse_int_overflow``)."""
+    """A carried integer would outgrow int32 (see ``_refuse_int_overflow``). Where a
+    traced branch picks it (``branched``), running the loop as Python would not help:
+    the branch, staged, makes it an int32 array all the same."""
+
+    branched = False
 
 
 def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra) -> None:

@@ -26,19 +26,24 @@ constructs tell the two apart (``grammar.Generator`` draws them as its
   whose indices have side effects (``it`` cycles through 0 and 1 with an odd
   period, so the cells written show how often ``next`` ran);
 * ``prints``: ``print`` with ``str.format``, ``%``, f-strings and ``str()``
-  of a traced value (the harness compares the text with the Python run's).
+  of a traced value (the harness compares the text with the Python run's);
+* ``wide``: ``h``, started as the Python int 1 and multiplied (``h = h * 3``,
+  also on one branch of an array-dependent ``if``), stepped or reduced: a
+  Python int that may outgrow int32 within a loop, exact when run eagerly
+  (returned as ``h % 1009``, which tells an exact value from a wrapped one).
 
 A construct with state (all but ``index`` and ``prints``) adds its set-up to
 the top of ``f`` and its values to every ``return``: ``d``'s values and keys
 (as character codes), ``la[0]`` and ``lb``'s element, ``len(LOG)``,
-``mm`` and ``q``. Each name is a feature of
+``mm``, ``q`` and ``h % 1009``. Each name is a feature of
 ``Generator(exclude=...)``; excluding all of ``FEATURES`` draws the same
 programs, seed for seed, as the grammar before these constructs.
 """
 
 from __future__ import annotations
 
-FEATURES = frozenset({"index", "narrow", "dicts", "aliases", "log", "nested_items", "prints"})
+FEATURES = frozenset({"index", "narrow", "dicts", "aliases", "log", "nested_items", "prints",
+                      "wide"})
 
 # the marker ``ret_value`` leaves in every `return` for the values added at the end
 EXTRAS = "@extras@"
@@ -102,6 +107,8 @@ class PythonValues:
         elif feature == "nested_items":
             self.uses.add("itertools")
             lines = ["it = itertools.cycle([0, 1, 1, 0, 0])", "mm = [[x, 0.5], [1.0, -x]]"]
+        elif feature == "wide":
+            lines = ["h = 1"]
         else:  # narrow
             self.narrow_dtype = ch.pick(sorted(_NARROW))
             lines = [f"q = {ch.pick(_NARROW[self.narrow_dtype])}"]
@@ -140,6 +147,8 @@ class PythonValues:
             out += ["jnp.asarray(mm)"]   # not `next(it)`: a side effect in every `return`
         if "narrow" in self.active:
             out += ["q"]
+        if "wide" in self.active:
+            out += ["h % 1009"]
         return out
 
     def prelude(self) -> str:
@@ -163,7 +172,7 @@ class PythonValues:
         effects = 1 if self.blocks[-1:] == ["loop"] else 0.15
         weights = {"index": 3 if compound else 0, "narrow": 1.2, "dicts": 1.5,
                    "aliases": 1.2 * effects, "log": effects, "nested_items": effects,
-                   "prints": 1}
+                   "prints": 1, "wide": 0.6}
         kinds = [k for k in self.enabled if weights[k] > 0]
         if not kinds:
             return self.gen.assign(env), False
@@ -197,6 +206,17 @@ class PythonValues:
         if form == "plain":
             return [f"q = {value}"]
         return ["q = q + 1"]
+
+    def _wide(self, env) -> list[str]:
+        g, ch = self.gen, self.gen.ch
+        form = ch.pick(["times", "guarded", "step", "reduced"], [2, 2, 1, 1])
+        if form == "times":
+            return [f"h = h * {ch.pick(['3', '2', '7'])}"]
+        if form == "guarded":  # a traced branch picks a Python int
+            return [f"if {g.cond(env, 1)}:", f"    h = h * {ch.pick(['5', '2'])}"]
+        if form == "step":
+            return ["h = h + 1"]
+        return ["h = (h * 31 + 7) % 1000003"]
 
     def _dicts(self, env) -> list[str]:
         g, ch = self.gen, self.gen.ch

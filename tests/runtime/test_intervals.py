@@ -266,7 +266,7 @@ def test_follow_finds_the_first_integer_past_int32():
     got = follow(closed, [1, 0.0], 2, 0, [], 40)
     want, step = _python_steps(1, lambda p, i: p * 2, 0, 40)
     assert step == 30 and want == 2 ** 31
-    assert got == Followed((0, 2 ** 31), {})
+    assert got == Followed((0, 2 ** 31), {}, steps=31)
 
 
 def test_follow_gives_the_final_python_ints():
