@@ -181,3 +181,21 @@ def test_level_sizes_cover_the_trip_count(n):
     assert int(np.prod(sizes)) >= n and all(s <= 16 or len(sizes) == 1 for s in sizes[1:])
     assert int(np.prod(sizes[1:] or [1])) < n or n == 1  # the outer level is not empty
 
+
+
+def sum_until_negative(x):
+    acc = 0  # a Python int, which the first element makes float32
+    for i in range(x.shape[0]):
+        if x[i] < 0:
+            return acc
+        acc = acc + x[i]
+    return acc * 2
+
+
+def test_a_return_value_that_starts_as_a_python_number_takes_the_loops_dtype():
+    staged = jax.jit(autograph.convert(sum_until_negative))
+    for x in (jnp.arange(20.0) % 7, jnp.arange(20.0), jnp.arange(20.0) - 3.0):
+        want = sum_until_negative(x)
+        got = staged(x)
+        assert got.dtype == jnp.float32
+        np.testing.assert_allclose(got, want)

@@ -678,7 +678,7 @@ def _cast(values, spec: list[NameSpec]):
         if is_undefined(value):  # never read on this path (see `_merge`)
             for s in leaf_specs:
                 if isinstance(s, st.Aval):
-                    out.append(jnp.zeros(s.shape, s.dtype))
+                    out.append(st.convert(jnp.zeros(s.shape, s.dtype), s.dtype, s.weak))
             continue
         _, leaves = st.flatten(value)
         for leaf, s in zip(leaves, leaf_specs):

@@ -273,7 +273,10 @@ def infer_undefined(step, values, names, loop):
     new = []
     for n, v in zip(names, values):
         if n in undefined:
-            new.append(key_order.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[n]))
+            # weakly typed where the iteration makes it so (`r = acc` of a Python number)
+            new.append(key_order.tree_map(lambda s: st.convert(
+                jnp.zeros(s.shape, s.dtype), s.dtype, bool(getattr(s, "weak_type", False))),
+                shapes[n]))
         else:
             new.append(v)
     return tuple(new)
