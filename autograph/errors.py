@@ -297,6 +297,18 @@ def innermost_user_location(exc: BaseException) -> Location | None:
     return found
 
 
+def note_raised_at(exc: BaseException, loc: Location | None) -> None:
+    """Adds to ``exc``, which the running program raises from a staged ``raise`` or
+    ``assert``, a note that names the user's line (its traceback shows only JAX's
+    frames and the call)."""
+    if loc is None:
+        return
+    try:
+        exc.add_note(f"raised as the program ran, at {loc.short}: {loc.text.strip()}")
+    except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
+        pass
+
+
 def is_generated(filename: str) -> bool:
     return filename in _SOURCE_MAPS
 

@@ -8,6 +8,7 @@ Either way JAX's log of the callback's failure is not printed.
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import autograph
@@ -128,3 +129,36 @@ def test_tracebacks_show_the_users_frames(monkeypatch, filtering):
     assert any(f.endswith("test_run_time_errors.py") for f in files)
     assert (own == []) == (filtering == "on"), own
     assert "test_run_time_errors.py:" in "".join(getattr(info.value, "__notes__", []))
+
+
+def _positive_sum_refused(x):
+    if x.sum() > 0:
+        raise ValueError("positive sum")
+    return x
+
+
+def _negative_sum_asserted(x):
+    assert x.sum() < 0, "sum must be negative"
+    return x
+
+
+@pytest.mark.parametrize("fn, kind, line", [
+    (_positive_sum_refused, ValueError, 'raise ValueError("positive sum")'),
+    (_negative_sum_asserted, AssertionError, 'assert x.sum() < 0, "sum must be negative"'),
+], ids=["raise", "assert"])
+def test_a_staged_raise_names_the_users_line(fn, kind, line):
+    where = f"test_run_time_errors.py:{_line_of(fn, line)}"
+    with pytest.raises(jax.errors.JaxRuntimeError) as e:  # under the user's own jit
+        jax.block_until_ready(jax.jit(autograph.convert(fn))(jnp.ones(3)))
+    assert where in str(e.value) and kind.__name__ in str(e.value)
+    with pytest.raises(kind) as caught:  # the user's own exception, its text as written
+        autograph.function(fn)(jnp.ones(3))
+    assert str(caught.value) in ("positive sum", "sum must be negative")
+    assert any(where in note for note in caught.value.__notes__)
+    assert np.array_equal(jax.jit(autograph.convert(fn))(-jnp.ones(3)), -jnp.ones(3))
+
+
+def _line_of(fn, text):
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, ln in enumerate(lines) if text in ln)

@@ -503,7 +503,9 @@ def _raise_at_run_time(error: Exception):
     # the compiled program keeps this callback: it holds a copy of the exception
     # met while tracing, without the traceback whose frames would keep the tracing
     # stack (the user's function and all it reached) alive as long as the program
+    where = errors.innermost_user_location(error)
     error = errors.fresh(error)
+    errors.note_raised_at(error, where)
     if error.__cause__ is not None:  # `raise ... from e`: the same for `e`
         error.__cause__ = errors.fresh(error.__cause__)
 

@@ -44,7 +44,7 @@ def fail(error: BaseException, args: tuple | None = None):
     ``error`` itself may be captured once, while tracing, and fail on many runs.
     """
     kept = errors.fresh(error, args)
-    raised = errors.fresh(error, args)
+    raised = errors.fresh(error, _noted(error, args))
     try:
         setattr(raised, _RAISED, True)
     except (AttributeError, TypeError):  # pragma: no cover - an exception with __slots__
@@ -52,6 +52,17 @@ def fail(error: BaseException, args: tuple | None = None):
     with _LOCK:
         _PENDING.append((_first_line(kept), kept))
     raise raised
+
+
+def _noted(error: BaseException, args: tuple | None) -> tuple | None:
+    """``args`` (or ``error``'s), with the notes of ``error`` (where the user's line
+    raised it) appended to a one-string message: JAX's report of the failed run
+    holds the message, not the notes. The caller's copy keeps the message as it is."""
+    notes = getattr(error, "__notes__", None)
+    given = error.args if args is None else args
+    if not notes or len(given) != 1 or not isinstance(given[0], str):
+        return args
+    return (given[0] + "\n" + "\n".join(str(n) for n in notes),)
 
 
 def _first_line(error: BaseException) -> str:

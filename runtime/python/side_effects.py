@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import functools
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -90,11 +91,13 @@ def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
     _print_at_run_time(values, sep=sep, end=end, file=file, flush=flush)
 
 
-def _fail_if_false(failed, message, *fields):
+def _fail_if_false(failed, message, *fields, where=None):
     if np.any(failed):
         if isinstance(message, FString):
             message = message.render(fields)
-        run_time_errors.fail(AssertionError(message))
+        error = AssertionError(message)
+        errors.note_raised_at(error, where)
+        run_time_errors.fail(error)
 
 
 def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
@@ -126,11 +129,12 @@ def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
                          else AssertionError())
         return
     fields = ()
+    loc = errors.current_location()
     if message_thunk is None:
         message = "assertion failed"
-        loc = errors.current_location()
         if loc is not None:
             message = f"assertion failed at {loc.short}: {loc.text.strip()}"
+            loc = None  # the message names it
     else:
         message = message_thunk()
         if isinstance(message, FString):  # formatted at run time, with the fields' values
@@ -138,7 +142,8 @@ def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
         else:
             message = str(message)
     failed = jnp.logical_and(branch_guard(), jnp.logical_not(test))
-    host_callbacks.check(_fail_if_false, failed, message, *fields)
+    host_callbacks.check(functools.partial(_fail_if_false, where=loc), failed, message,
+                         *fields)
 
 
 _USER_RAISED = "__autograph_user_raised__"
