@@ -39,6 +39,17 @@ Interval = tuple[float, float] | None  # None: unknown (ints are exact)
 
 def known(value) -> Interval:
     """The interval of a concrete integer, boolean or float value, or None."""
+    kind = type(value)
+    if kind is int or kind is bool:  # (the literals of jaxprs, read at every step)
+        return int(value), int(value)
+    if kind is float:
+        return (value, value) if math.isfinite(value) else None
+    if isinstance(value, (np.generic, np.ndarray)) and value.ndim == 0:
+        integer, real = _kind(value)
+        if integer:
+            return int(value), int(value)
+        v = float(value) if real else math.nan
+        return (v, v) if math.isfinite(v) else None
     concrete = getattr(value, "to_concrete_value", None)  # a tracer of a known constant
     if concrete is not None:
         try:
@@ -96,15 +107,26 @@ def _hull(a: Interval, b: Interval) -> Interval:
     return min(a[0], b[0]), max(a[1], b[1])
 
 
-def _is_int(aval) -> bool:
+_KINDS: dict[Any, tuple[bool, bool]] = {}  # dtype -> (an integer or bool, real)
+
+
+def _kind(aval) -> tuple[bool, bool]:
     dtype = _numpy_dtype(aval)
-    return dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+    found = _KINDS.get(dtype)
+    if found is None:
+        integer = dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+        found = (integer, integer or (dtype is not None and np.issubdtype(dtype, np.floating)))
+        _KINDS[dtype] = found
+    return found
+
+
+def _is_int(aval) -> bool:
+    return _kind(aval)[0]
 
 
 def _is_real(aval) -> bool:
     """An integer, boolean or real floating-point value (one an interval can describe)."""
-    dtype = _numpy_dtype(aval)
-    return dtype is not None and (_is_int(aval) or np.issubdtype(dtype, np.floating))
+    return _kind(aval)[1]
 
 
 def _numpy_dtype(aval):
