@@ -415,3 +415,14 @@ def powers_of_three_from_an_array(n):
 def test_an_int32_array_carried_past_int32_wraps_as_it_does_eagerly():
     got = jax.jit(autograph.convert(powers_of_three_from_an_array))(jnp.int32(40))
     assert int(got) == int(powers_of_three_from_an_array(jnp.int32(40)))
+
+
+def test_with_64_bit_types_an_integer_is_checked_against_int64():
+    from autograph import jax_internals
+    with jax_internals.enable_x64(True):
+        staged = jax.jit(autograph.convert(factorial_to))
+        assert int(staged(jnp.int64(20))) == factorial_to(20)  # past int32, inside int64
+        with pytest.raises(Exception, match=r"outgrow int64"):
+            jax.block_until_ready(staged(jnp.int64(30)))
+        doubled = jax.jit(autograph.convert(powers_of_three))
+        assert int(doubled(jnp.int64(30))) == 3 ** 30

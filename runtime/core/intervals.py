@@ -32,7 +32,13 @@ __all__ = ["overflow", "follow", "Followed", "python_mismatch", "known", "descri
 STEPS = 64
 FOLLOW_LIMIT = 10_000  # most steps a carried Python int is followed to its final value
 _LARGEST = 1 << 16  # elements of the largest constant array given an interval
-_LO, _HI = -(2 ** 31), 2 ** 31 - 1
+
+
+def _limits(aval) -> tuple[int, int]:
+    """The least and greatest value of ``aval``'s integer dtype (int32, or int64 with
+    64-bit types on)."""
+    info = np.iinfo(aval.dtype)
+    return int(info.min), int(info.max)
 
 Interval = tuple[float, float] | None  # None: unknown (ints are exact)
 
@@ -385,6 +391,7 @@ class Followed(NamedTuple):
     finals: dict[int, int]  # position -> exact final value, for Python ints followed to the end
     steps: int = 0  # at the overflow, the steps run when it would happen (1 for the first)
     branched: bool = False  # the overflow is of a value a traced branch picks at some step
+    dtype: str = "int32"  # the dtype it would leave
 
 
 def follow(closed, carry_init: list, n_carry: int, first_index: int,
@@ -443,9 +450,11 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
             o is not None and o[0] != o[1] and p for o, p in zip(out, python))
         state = [o if o is not None and o[0] == o[1] else None for o in out]
         for i, (value, var) in enumerate(zip(state, jaxpr.outvars)):
-            if (value is not None and var.aval.dtype != np.bool_
-                    and not _LO <= value[0] <= _HI and (python[i] or not python_only)):
-                return Followed((i, value[0]), {}, t + 1)
+            if value is None or var.aval.dtype == np.bool_ or (python_only and not python[i]):
+                continue
+            lo, hi = _limits(var.aval)
+            if not lo <= value[0] <= hi:
+                return Followed((i, value[0]), {}, t + 1, dtype=var.aval.dtype.name)
     if branched:
         found = _follow_branches(closed, carry_init, n_carry, first_index, min(steps, STEPS))
         if found is not None:
@@ -476,9 +485,10 @@ def _follow_branches(closed, carry_init: list, n_carry: int, first_index: int,
         for i, (value, var) in enumerate(zip(state, jaxpr.outvars)):
             if value is None or var.aval.dtype == np.bool_:
                 continue
-            if not (_LO <= value[0] and value[1] <= _HI):
-                end = value[1] if value[1] > _HI else value[0]
-                return Followed((i, end), {}, t + 1, branched=True)
+            lo, hi = _limits(var.aval)
+            if not (lo <= value[0] and value[1] <= hi):
+                end = value[1] if value[1] > hi else value[0]
+                return Followed((i, end), {}, t + 1, branched=True, dtype=var.aval.dtype.name)
     return None
 
 

@@ -214,24 +214,24 @@ def overflow_error(followed: intervals.Followed, name: str, steps) -> Int32Overf
     within = (f"within the loop's {steps} steps" if steps is not None else
               f"after {followed.steps} steps, and this run of the loop made that many")
     short = ("run a loop short enough to run as Python" if steps is not None else
-             "start it as an array of the dtype it should wrap in (`jnp.int32(1)`)")
+             f"start it as an array of the dtype it should wrap in (`jnp.{followed.dtype}(1)`)")
     if followed.branched:
         error = Int32OverflowError(
-            "an integer carried by a staged loop would outgrow int32",
+            f"an integer carried by a staged loop would outgrow {followed.dtype}",
             observed=f"`{name}` is a Python int that a traced branch updates (a Python "
                      f"`if` when the function runs eagerly); it may reach "
                      f"{intervals.describe(bound)} {within}, and staged, the loop computes "
-                     f"it in int32, which wraps around",
+                     f"it in {followed.dtype}, which wraps around",
             variable=name,
             fix="compute it as a float (`1.0` rather than `1`), or reduce it as you go "
                 "(`h = (h * 31 + i) % m`), or start it as an array of the dtype it should "
-                "wrap in (`jnp.int32(1)`)")
+                f"wrap in (`jnp.{followed.dtype}(1)`)")
     else:
         error = Int32OverflowError(
-            "an integer carried by a staged loop would outgrow int32",
+            f"an integer carried by a staged loop would outgrow {followed.dtype}",
             observed=f"`{name}` reaches {intervals.describe(bound)} {within}; staged, the "
-                     f"loop computes it in int32, which wraps around (a Python loop keeps it "
-                     f"exact)",
+                     f"loop computes it in {followed.dtype}, which wraps around (a Python loop "
+                     f"keeps it exact)",
             variable=name,
             fix=f"compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = "
                 f"(h * 31 + i) % m`), or {short}")
