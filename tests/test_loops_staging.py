@@ -340,12 +340,11 @@ def counted_where_positive(x):
     return x, p
 
 
-def test_integer_a_traced_branch_picks_is_refused_where_it_may_outgrow_int32():
-    # eagerly `p` is an exact Python int (2**40 when `x` stays positive); staged, or
-    # unrolled with each `if` staged, it is int32 and wraps around
-    with pytest.raises(autograph.LoopStateError, match=r"a traced branch") as e:
+def test_integer_a_traced_branch_may_push_past_int32_runs_unrolled():
+    # the branch may be the user's own `jnp.where` (an array eagerly too, which plain
+    # `jax.jit` runs unrolled): the loop runs unrolled, as under `jax.jit`, and says why
+    with pytest.warns(UserWarning, match=r"`p` is a Python int that a traced branch"):
         jax.jit(autograph.convert(doubled_where_positive))(jnp.float32(10.0))
-    assert "variable: p" in str(e.value) and "2,147,483,648" in str(e.value)
     import warnings
 
     with warnings.catch_warnings():
@@ -356,6 +355,21 @@ def test_integer_a_traced_branch_picks_is_refused_where_it_may_outgrow_int32():
         x, p = jax.jit(autograph.convert(counted_where_positive))(jnp.float32(start))
         want_x, want_p = counted_where_positive(jnp.float32(start))
         assert int(p) == want_p
+
+
+def doubled_by_where(x):
+    p = 1
+    for i in range(40):
+        p = jnp.where(x > 0, p * 2, p)  # an array from the first step on, eagerly too
+        x = x - 0.1
+    return x, p
+
+
+def test_an_integer_the_users_where_picks_gives_what_plain_jit_gives():
+    x = jnp.float32(10.0)
+    got = jax.jit(autograph.convert(doubled_by_where))(x)
+    want = jax.jit(doubled_by_where)(x)
+    assert int(got[1]) == int(want[1]) and float(got[0]) == float(want[0])
 
 
 def factorial_until(x):
@@ -383,10 +397,27 @@ def factorial_to(n):
     return fact
 
 
-def test_a_traced_break_before_an_integer_past_int32_is_refused():
-    with pytest.raises(autograph.LoopStateError, match=r"outgrow int32") as e:
-        jax.jit(autograph.convert(factorial_until))(jnp.int32(20))
+def factorial_then_exit(x):
+    fact = 1
+    for i in range(1, 30):
+        fact *= i
+        if i >= x:
+            break
+    return fact
+
+
+@pytest.mark.parametrize("fn", [factorial_until, factorial_then_exit], ids=lambda f: f.__name__)
+def test_a_traced_exit_fails_where_the_loop_runs_past_int32(fn):
+    # a run that exits before the integer leaves int32 gives its exact value; one that
+    # goes past it fails as the program runs, naming it (12! fits int32, 13! does not)
+    staged = jax.jit(autograph.convert(fn))
+    for x in (0, 5, 12):
+        assert int(staged(jnp.int32(x))) == fn(jnp.int32(x))
+    with pytest.raises(Exception, match=r"outgrow int32") as e:
+        jax.block_until_ready(staged(jnp.int32(13)))
     assert "variable: fact" in str(e.value)
+    with pytest.raises(autograph.LoopStateError, match=r"outgrow int32"):
+        autograph.function(fn)(jnp.int32(20))
 
 
 @pytest.mark.parametrize("fn", [powers_of_three, factorial_to], ids=lambda f: f.__name__)

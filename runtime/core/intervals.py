@@ -395,7 +395,8 @@ class Followed(NamedTuple):
 
 
 def follow(closed, carry_init: list, n_carry: int, first_index: int,
-           extra: list[Interval], steps: int, python_only: bool = False) -> Followed:
+           extra: list[Interval], steps: int, python_only: bool = False,
+           branches: bool = True) -> Followed:
     """Follows a loop's carried integers step by step, exactly.
 
     The loop is followed from ``carry_init``, with the step index
@@ -427,6 +428,10 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
       steps: how many times the body runs.
       python_only: whether only the values that start as Python ints are checked
         (an int32 array wraps around in the Python loop too).
+      branches: whether Python ints are also followed through traced branches.
+        The hull cannot tell a converted `if` (a Python `if` eagerly) from the
+        user's own ``jnp.where`` or ``lax.cond``, which make arrays eagerly too:
+        what a found overflow then means is the caller's to decide.
     """
     jaxpr = closed.jaxpr
     state = [known(v) if _is_int(o.aval) else None
@@ -455,7 +460,7 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
             lo, hi = _limits(var.aval)
             if not lo <= value[0] <= hi:
                 return Followed((i, value[0]), {}, t + 1, dtype=var.aval.dtype.name)
-    if branched:
+    if branched and branches:
         found = _follow_branches(closed, carry_init, n_carry, first_index, min(steps, STEPS))
         if found is not None:
             return found

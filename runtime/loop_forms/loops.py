@@ -453,8 +453,10 @@ def _staged_while_defined(test, body, state, names, plan: Plan,
                             test_bounds=plan.test_bounds, check=check)
 
     def follow(closed):
+        # exactly followed only: a traced branch may be the user's `jnp.where`, which
+        # makes an array eagerly too
         followed = intervals.follow(closed, carry.starts, len(carry.arrays), 0, [],
-                                    intervals.STEPS, python_only=True)
+                                    intervals.STEPS, python_only=True, branches=False)
         if followed.overflow is not None:
             raise _Outgrows(followed)
 
@@ -756,8 +758,10 @@ def _unrolls_after(error: Exception, trips: int, exits: bool) -> bool:
     if run_time_errors.raised_as_it_ran(error):
         return False  # run eagerly (`jax.vmap` without `jit`), it failed with its effects done
     # unrolled, each step after a traced exit test is a staged branch, which carries
-    # the integer as int32 all the same, as does a traced branch that picks it
-    return not (isinstance(error, Int32OverflowError) and (exits or error.branched))
+    # the integer as int32 all the same. (One a traced branch picks, in a loop with no
+    # exit, runs unrolled: the branch may be the user's own `jnp.where`, which plain
+    # `jax.jit` runs unrolled too.)
+    return not (isinstance(error, Int32OverflowError) and exits)
 
 
 @lifted_for

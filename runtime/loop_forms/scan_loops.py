@@ -24,7 +24,13 @@ from ..core import intervals, key_order
 from ..core.conditions import condition
 from ..core.constructs import Construct
 from ..core.jaxprs import make_jaxpr_and_tree
-from ..core.values import flag_assigned, guard_when_asked, staging, taken_when
+from ..core.values import (
+    fail_at_run_time,
+    flag_assigned,
+    guard_when_asked,
+    staging,
+    taken_when,
+)
 from ..functions.index_meaning import PythonMeaningError
 from ..python.iterables import Seq
 from .bounded import counted_loop
@@ -206,13 +212,18 @@ def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int,
     raise overflow_error(followed, carry.owners[followed.overflow[0]], steps)
 
 
+def _within(followed: intervals.Followed, steps) -> str:
+    if steps is None:
+        return f"after {followed.steps} steps, and this run of the loop made that many"
+    return f"within the loop's {steps} steps"
+
+
 def overflow_error(followed: intervals.Followed, name: str, steps) -> Int32OverflowError:
     """The error for the overflow ``followed`` found, of the carried ``name``, in a
     loop of ``steps`` steps (None: known only at run time)."""
     assert followed.overflow is not None
     bound = followed.overflow[1]
-    within = (f"within the loop's {steps} steps" if steps is not None else
-              f"after {followed.steps} steps, and this run of the loop made that many")
+    within = _within(followed, steps)
     short = ("run a loop short enough to run as Python" if steps is not None else
              f"start it as an array of the dtype it should wrap in (`jnp.{followed.dtype}(1)`)")
     if followed.branched:
@@ -220,8 +231,8 @@ def overflow_error(followed: intervals.Followed, name: str, steps) -> Int32Overf
             f"an integer carried by a staged loop would outgrow {followed.dtype}",
             observed=f"`{name}` is a Python int that a traced branch updates (a Python "
                      f"`if` when the function runs eagerly); it may reach "
-                     f"{intervals.describe(bound)} {within}, and staged, the loop computes "
-                     f"it in {followed.dtype}, which wraps around",
+                     f"{intervals.describe(bound)} {within}; staged, the loop computes it "
+                     f"in {followed.dtype}, which wraps around",
             variable=name,
             fix="compute it as a float (`1.0` rather than `1`), or reduce it as you go "
                 "(`h = (h * 31 + i) % m`), or start it as an array of the dtype it should "
@@ -236,15 +247,16 @@ def overflow_error(followed: intervals.Followed, name: str, steps) -> Int32Overf
             fix=f"compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = "
                 f"(h * 31 + i) % m`), or {short}")
     error.branched = followed.branched
+    error.followed = followed
     return error
 
 
 class Int32OverflowError(errors.LoopStateError):
-    """A carried integer would outgrow int32 (see ``_refuse_int_overflow``). Where a
-    traced branch picks it (``branched``), running the loop as Python would not help:
-    the branch, staged, makes it an int32 array all the same."""
+    """A carried integer would outgrow int32 (see ``_refuse_int_overflow``); ``branched``
+    where a traced branch picks it; ``followed``, what following the loop found."""
 
     branched = False
+    followed: intervals.Followed | None = None
 
 
 def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra) -> None:
@@ -292,15 +304,51 @@ def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
 
     with staging():
         n = seq.n - k0
-        final = counted_loop(test, body, carry.arrays, n, stabilize=stabilizer(carry),
-                             check=lambda closed: _check_exiting(closed, carry, k0, n))
+        try:
+            final = counted_loop(test, body, carry.arrays, n, stabilize=stabilizer(carry),
+                                 check=lambda closed: _check_exiting(closed, carry, k0, n))
+        except Int32OverflowError as outgrows:
+            if outgrows.followed is None:
+                raise
+            final = _counting(test, body, carry, n, outgrows)
     return carry.unflatten(final, final=True)
+
+
+def _counting(test, body, carry, n: int, outgrows: Int32OverflowError) -> list:
+    """The loop ``_exiting_for`` stages, counting its steps: it fails when the program runs
+    where it ran as many steps as an integer it carries needs to outgrow int32 (a loop
+    that exits sooner keeps it exact, as the Python loop does).
+
+    A step counts where the loop goes on after it, or where it changed the integer:
+    the step that exits (``if i > x: break`` before ``fact *= i``) may leave it as
+    it was.
+    """
+    followed = outgrows.followed
+    assert followed is not None and followed.overflow is not None
+    position = followed.overflow[0]
+    hook = stabilizer(carry)
+
+    def stabilize(out_avals):
+        arrays = hook(out_avals[:-1])
+        return None if arrays is None else list(arrays) + [jnp.int32(0)]
+
+    def step(a, k):
+        new = list(body(a[:-1], k))
+        made = jnp.logical_or(new[position] != a[position], test(new))
+        return new + [a[-1] + made.astype(jnp.int32)]
+
+    counted = counted_loop(lambda a: test(a[:-1]), step, list(carry.arrays) + [jnp.int32(0)], n,
+                           stabilize=stabilize)
+    fail_at_run_time(counted[-1] < followed.steps,
+                     overflow_error(followed, carry.owners[position], None))
+    return list(counted[:-1])
 
 
 def _check_exiting(closed, carry, k0: int, n: int) -> None:
     """The checks of ``scan_for`` for the body of a loop that may stop early (its step
-    index counts from 0; the body adds ``k0``)."""
-    _refuse_int_overflow(closed, carry, 0, [], n)
+    index counts from 0; the body adds ``k0``). An integer that would outgrow int32
+    is checked last: the loop is then counted (``_counting``)."""
     if type(n) is int:
         _refuse_python_mismatch(closed, carry, (0, n - 1), [])
     _check_before_binding(carry, {})  # a loop that may stop early hands back no Python int
+    _refuse_int_overflow(closed, carry, 0, [], n)
