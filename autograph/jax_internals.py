@@ -134,6 +134,18 @@ def trace_to_jaxpr(flat_fn: Callable, leaves) -> Any:
     return trace(flat_fn, leaves)
 
 
+def with_inputs(closed, invars: list, eqns: list):
+    """``closed`` (a ``ClosedJaxpr``) whose jaxpr takes ``invars`` and runs ``eqns``
+    (``Jaxpr.replace``); its debug info names the inputs added as ``hoisted``."""
+    jaxpr = closed.jaxpr
+    info = getattr(jaxpr, "debug_info", None)
+    names = getattr(info, "arg_names", None)
+    if info is not None and names is not None and hasattr(info, "_replace"):
+        added = len(invars) - len(jaxpr.invars)
+        info = info._replace(arg_names=tuple(names) + ("hoisted",) * added)
+    return closed.replace(jaxpr=jaxpr.replace(invars=invars, eqns=eqns, debug_info=info))
+
+
 def bind_while(test, body, test_consts, body_consts, arrays) -> list | None:
     """``lax.while_loop`` of jaxprs already traced, without tracing them again; or None.
 

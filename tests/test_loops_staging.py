@@ -457,3 +457,40 @@ def test_with_64_bit_types_an_integer_is_checked_against_int64():
             jax.block_until_ready(staged(jnp.int64(30)))
         doubled = jax.jit(autograph.convert(powers_of_three))
         assert int(doubled(jnp.int64(30))) == 3 ** 30
+
+
+def tenths(x):
+    for i in range(20):
+        x = x + i * 0.1
+    return x
+
+
+def bias_corrected(x, g):
+    m = jnp.zeros_like(x)
+    v = jnp.zeros_like(x)
+    for t in range(1, 101):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        m_hat = m / (1 - 0.9 ** t)
+        v_hat = v / (1 - 0.999 ** t)
+        x = x - 0.01 * m_hat / (jnp.sqrt(v_hat) + 1e-8)
+    return x
+
+
+def thirds(x):
+    for i in range(30):
+        x = x + i / 3 + (i + 1) ** 0.5
+    return x
+
+
+@pytest.mark.parametrize("fn, args", [
+    (tenths, (jnp.float32(0.0),)),
+    (bias_corrected, (jnp.asarray([2.0, -2.0, 3.0]), jnp.asarray([0.5, 0.25, -1.0]))),
+    (thirds, (jnp.float32(1.0),)),
+], ids=["i * 0.1", "1 - 0.999 ** t", "i / 3 + (i + 1) ** 0.5"])
+def test_python_floats_of_the_index_are_computed_as_python_computes_them(fn, args):
+    # under `jax.jit` the Python loop computes them in float64 and rounds once to float32;
+    # staged, each step's value is given to the scan as Python computes it
+    assert "scan" in primitives(jax.make_jaxpr(autograph.convert(fn))(*args))
+    got = jax.jit(autograph.convert(fn))(*args)
+    np.testing.assert_array_equal(got, fn(*args))  # the eager run, to the last bit

@@ -27,6 +27,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from autograph import jax_internals
+
 __all__ = ["overflow", "follow", "Followed", "python_mismatch", "known", "describe", "STEPS"]
 
 STEPS = 64
@@ -199,6 +201,13 @@ def _apply(name: str, params: dict, ins: list, out_aval) -> Interval:
         except ZeroDivisionError:
             return None
         return v, v
+    if (not _is_int(out_aval) and name in _PYTHON_FLOAT and ins
+            and all(_exact(i) for i in ins)):
+        try:
+            v = _PYTHON_FLOAT[name](*[float(i[0]) for i in ins])
+        except (ArithmeticError, ValueError):
+            return None
+        return (v, v) if isinstance(v, float) and math.isfinite(v) else None
     if name == "sign":
         lo, hi = ins[0]
         return (lo > 0) - (lo < 0), (hi > 0) - (hi < 0)
@@ -259,6 +268,15 @@ def _apply(name: str, params: dict, ins: list, out_aval) -> Interval:
     return None
 
 
+# float operations computed as Python computes them (in float64) where their inputs
+# are exactly known: what `i / 3`, `0.999 ** t` or `math.sqrt(i)` give in the Python
+# loop `jax.jit` runs
+_PYTHON_FLOAT: dict[str, Callable[..., Any]] = {
+    "div": lambda a, b: a / b, "pow": lambda a, b: a ** b, "sqrt": math.sqrt,
+    "exp": math.exp, "log": math.log, "sin": math.sin, "cos": math.cos, "tan": math.tan,
+    "tanh": math.tanh, "log1p": math.log1p, "expm1": math.expm1}
+
+
 def _to_int(interval: Interval, out_aval) -> Interval:
     """A number's interval cast to an integer dtype: truncated toward zero (a
     monotonic map), or unknown where a bound is not finite or out of the dtype's range."""
@@ -275,7 +293,8 @@ def _to_int(interval: Interval, out_aval) -> Interval:
 
 
 def _run(jaxpr, consts: list[Interval], ins: list[Interval],
-         hits: list[str] | None = None, eqns=None) -> list[Interval]:
+         hits: list[str] | None = None, eqns=None, want=None,
+         floats: bool = False) -> list[Interval]:
     """The intervals of ``jaxpr``'s outputs. With ``hits``, the operations of its
     top level (the user's own; not JAX's internals, which may wrap on purpose)
     whose inputs are all known and whose Python meaning differs from what the
@@ -291,11 +310,14 @@ def _run(jaxpr, consts: list[Interval], ins: list[Interval],
         env[v] = c
     for v, i in zip(jaxpr.invars, ins):
         env[v] = i
+    integral: set = set()  # float values the index makes that hold whole numbers exactly
     for eqn in jaxpr.eqns if eqns is None else eqns:
         args = [read(v) for v in eqn.invars]
         name = eqn.primitive.name
         if hits is not None:
             _python_meaning(eqn, name, args, hits)
+            if floats:
+                _python_float(eqn, name, args, hits, integral)
         if name in ("pjit", "jit", "closed_call", "core_call") and "jaxpr" in eqn.params:
             inner = eqn.params["jaxpr"]  # a nested function: followed into
             outs = _run(inner.jaxpr, [known(c) for c in inner.consts], args)
@@ -315,7 +337,7 @@ def _run(jaxpr, consts: list[Interval], ins: list[Interval],
             env[out] = interval if _is_real(out.aval) else None
         if hits is not None and len(eqn.outvars) == 1 and all(a is not None for a in args):
             _outgrows(eqn.outvars[0], env[eqn.outvars[0]], hits)
-    return [read(v) for v in jaxpr.outvars]
+    return [read(v) for v in (jaxpr.outvars if want is None else want)]
 
 
 # JAX's functions for Python's `//`, `%` and `/`: their second input is the divisor
@@ -339,6 +361,50 @@ def _python_meaning(eqn, name: str, args: list[Interval], hits: list[str]) -> No
                     f"Python raises ZeroDivisionError")
 
 
+# operations whose float result Python computes exactly the same (no rounding of its own)
+_EXACT_FLOAT = frozenset({
+    "convert_element_type", "copy", "copy_p", "reshape", "squeeze", "expand_dims",
+    "broadcast_in_dim", "select_n", "neg", "abs", "max", "min", "floor", "ceil", "round",
+    "sign", "clamp", "stop_gradient"})
+_WHOLE = 2 ** 24  # float32 holds every whole number up to this exactly
+
+
+def _whole(v, integral: set) -> bool:
+    if type(v).__name__ == "Literal":
+        value = known(v.val)
+        return value is not None and float(value[0]).is_integer() and value[0] == value[1]
+    return v in integral or not np.issubdtype(getattr(v.aval, "dtype", np.float32), np.floating)
+
+
+def _python_float(eqn, name: str, args: list[Interval], hits: list[str],
+                  integral: set) -> None:
+    """Notes a weakly typed float the body computes from the index and constants alone
+    (``i * 0.1``, ``0.9 ** i``, ``i / 3``): Python computes it in float64, and plain
+    ``jax.jit`` rounds the result once to float32; a staged loop computes it in
+    float32. Whole numbers within float32's exact range are the same either way."""
+    if len(eqn.outvars) != 1 or any(a is None for a in args):
+        return
+    out = eqn.outvars[0]
+    dtype = _numpy_dtype(out.aval)
+    if dtype is None or not np.issubdtype(dtype, np.floating):
+        return
+    if name in _EXACT_FLOAT or (name in ("add", "sub", "mul") and all(
+            _whole(v, integral) for v in eqn.invars)):
+        if all(_whole(v, integral) for v in eqn.invars if
+               np.issubdtype(getattr(v.aval, "dtype", np.int32), np.floating)
+               or type(v).__name__ == "Literal") or name == "convert_element_type":
+            bound = _apply(name, eqn.params, args, out.aval)
+            if bound is not None and max(abs(bound[0]), abs(bound[1])) <= _WHOLE:
+                integral.add(out)
+        return
+    if not getattr(out.aval, "weak_type", False):
+        return  # `jnp.float32(i) * 0.1`: float32 arithmetic under `jax.jit` too
+    op = eqn.params.get("name", name) if name in ("pjit", "jit") else name
+    hits.append(f"computes `{op}` on floats from the index and constants, which Python "
+                f"computes in float64 (rounded once to float32 under `jax.jit`) and a "
+                f"staged loop in float32")
+
+
 def _outgrows(var, interval: Interval, hits: list[str]) -> None:
     """Notes an integer of known value that its dtype cannot hold."""
     if interval is None or not _is_int(var.aval) or var.aval.dtype == np.bool_:
@@ -351,7 +417,7 @@ def _outgrows(var, interval: Interval, hits: list[str]) -> None:
 
 
 def python_mismatch(closed, n_carry: int, index: tuple[int, int],
-                    extra: list[Interval]) -> str | None:
+                    extra: list[Interval], floats: bool = False) -> str | None:
     """Why staging a loop body would change what its Python computes, or None.
 
     Under ``jax.jit`` a loop over a static range runs in Python, so the
@@ -370,11 +436,106 @@ def python_mismatch(closed, n_carry: int, index: tuple[int, int],
       n_carry: how many inputs are carried.
       index: the smallest and largest step index.
       extra: intervals of the inputs after the index.
+      floats: whether a weakly typed float computed from known numbers alone (a
+        Python float under ``jax.jit``, ``i * 0.1``) counts too: float32 rounds it
+        differently (see ``hoist_python_floats``, which takes most out first).
     """
     hits: list[str] = []
     ins: list[Interval] = [None] * n_carry
-    _run(closed.jaxpr, [known(c) for c in closed.consts], ins + [index] + list(extra), hits)
+    _run(closed.jaxpr, [known(c) for c in closed.consts], ins + [index] + list(extra), hits,
+         floats=floats)
     return hits[0] if hits else None
+
+
+def hoist_python_floats(closed, n_carry: int, first: int, last: int,
+                        extra: list[Interval]):
+    """The body's weakly typed floats computed from the index and constants alone
+    (``i * 0.1``, ``1 - 0.999 ** t``), taken out of it as inputs, with their values
+    at each step as Python computes them; or None where the body has none.
+
+    Under ``jax.jit`` such a number is a Python float (float64), rounded once to
+    float32 where it meets an array; a loop staged as one ``lax.scan`` would compute
+    it in float32. Given as a scanned input, it is the value plain ``jax.jit``
+    uses. The jaxpr keeps its inputs (the carry, the index, then ``extra``) and
+    takes the hoisted values after them; a value whose steps cannot all be
+    computed exactly here stays in the body (``python_mismatch`` then tells).
+
+    Returns:
+      ``(closed, tables)``: the new body, and one NumPy array per hoisted value
+      (``last - first + 1`` steps, of the value's dtype).
+    """
+    jaxpr = closed.jaxpr
+    if last < first or last - first >= FOLLOW_LIMIT:
+        return None
+    index = jaxpr.invars[n_carry] if len(jaxpr.invars) > n_carry else None
+    if index is None:
+        return None
+    # the values that depend on the index and on no other input
+    from_index, other = {index}, set(jaxpr.invars) - {index}
+    for eqn in jaxpr.eqns:
+        ins = [v for v in eqn.invars if type(v).__name__ != "Literal"]
+        if any(v in other for v in ins) or eqn.effects:
+            other.update(eqn.outvars)
+        elif any(v in from_index for v in ins):
+            from_index.update(eqn.outvars)
+    floats = {v for v in from_index if v is not index and getattr(v.aval, "shape", None) == ()
+              and getattr(v.aval, "weak_type", False) and not _is_int(v.aval) and _is_real(v.aval)}
+    if not floats:
+        return None
+    used_elsewhere = {v for eqn in jaxpr.eqns if not set(eqn.outvars) <= floats
+                      for v in eqn.invars if type(v).__name__ != "Literal"}
+    frontier = [v for v in dict.fromkeys(
+        v for eqn in jaxpr.eqns for v in eqn.outvars if v in floats)
+        if v in used_elsewhere or v in jaxpr.outvars]
+    if not frontier:
+        return None
+    eqns = _slice_to(jaxpr, frontier)
+    consts = [known(c) for c in closed.consts]
+    rows = []
+    for k in range(first, last + 1):
+        step_ins: list[Interval] = [None] * n_carry
+        step_ins += [(k, k), *extra]
+        got = _run(jaxpr, consts, step_ins, eqns=eqns, want=frontier)
+        rows.append(got)
+    hoisted = [i for i, v in enumerate(frontier) if all(_exact(r[i]) for r in rows)]
+    if not hoisted:
+        return None
+    taken = [frontier[i] for i in hoisted]
+    kept = [e for e in jaxpr.eqns if not any(o in taken for o in e.outvars)]
+    new = jax_internals.with_inputs(closed, list(jaxpr.invars) + taken,
+                                    _live(kept, jaxpr.outvars))
+    tables = [np.asarray([_value(r[i]) for r in rows], dtype=frontier[i].aval.dtype)
+              for i in hoisted]
+    return new, tables
+
+
+def _value(interval: Interval) -> float:
+    assert interval is not None
+    return interval[0]
+
+
+def _slice_to(jaxpr, targets: list) -> list:
+    """The equations of ``jaxpr`` that ``targets`` depend on, in order."""
+    needed = set(targets)
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(o in needed for o in eqn.outvars):
+            kept.append(eqn)
+            needed.update(v for v in eqn.invars if type(v).__name__ != "Literal")
+    kept.reverse()
+    return kept
+
+
+def _live(eqns: list, outvars) -> list:
+    """``eqns`` without those whose results nothing reads (and that have no effect)."""
+    needed = {v for v in outvars if type(v).__name__ != "Literal"}
+    kept = []
+    for eqn in reversed(eqns):
+        if eqn.effects or any(o in needed for o in eqn.outvars):
+            kept.append(eqn)
+            needed.update(v for v in eqn.invars if type(v).__name__ != "Literal")
+    kept.reverse()
+    return kept
 
 
 def overflow(closed, carry_init: list, n_carry: int, first_index: int,

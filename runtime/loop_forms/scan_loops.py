@@ -168,16 +168,25 @@ def scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         closed, out_tree = trace()
     extra = [intervals.known(x) for x in jax.tree_util.tree_leaves(xs)]
     finals = _refuse_int_overflow(closed, carry, k0, extra, seq.n - k0, to_end=True)
-    _refuse_python_mismatch(closed, carry, (k0, seq.n - 1), extra)
+    # Python floats of the index (`i * 0.1`): the values plain `jax.jit` computes, scanned
+    hoisted = (intervals.hoist_python_floats(closed, len(carry.arrays), k0, seq.n - 1, extra)
+               if type(seq.n) is int else None)
+    tables: list = []
+    if hoisted is not None:
+        closed, tables = hoisted
+    _refuse_python_mismatch(closed, carry, (k0, seq.n - 1), extra + [None] * len(tables),
+                            floats=type(seq.n) is int and seq.n - k0 <= intervals.FOLLOW_LIMIT)
     run = jax_core.jaxpr_as_fun(closed)
 
-    def replay(arrays, kx):
-        out = jax.tree_util.tree_unflatten(out_tree, run(*jax.tree_util.tree_leaves((arrays, kx))))
+    def replay(arrays, kxh):
+        k, x, h = kxh
+        out = jax.tree_util.tree_unflatten(
+            out_tree, run(*jax.tree_util.tree_leaves((arrays, (k, x))), *h))
         return key_order.ordered(out)
 
     _check_before_binding(carry, finals)
     with staging():
-        final, grown = lax.scan(replay, carry.arrays, (ks, xs))
+        final, grown = lax.scan(replay, carry.arrays, (ks, xs, tuple(tables)))
     final = [finals.get(i, a) for i, a in enumerate(final)]  # Python ints, as under jit
     values = list(carry.unflatten(final, final=True))
     for (i, base_len), items in zip(lists.items(), grown):
@@ -259,14 +268,15 @@ class Int32OverflowError(errors.LoopStateError):
     followed: intervals.Followed | None = None
 
 
-def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra) -> None:
+def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra,
+                            floats: bool = False) -> None:
     """A number the body computes from the index alone is a Python number under
     ``jax.jit`` and an int32 array staged: where the two differ at some step (an
     integer that outgrows its dtype, a division by zero), the loop runs as Python
     (see ``intervals.python_mismatch``)."""
     if type(index[0]) is not int or type(index[1]) is not int:
         return
-    why = intervals.python_mismatch(closed, len(carry.arrays), index, extra)
+    why = intervals.python_mismatch(closed, len(carry.arrays), index, extra, floats=floats)
     if why is not None:
         raise PythonMeaningError(
             "a staged loop would compute its index's numbers differently from Python",
