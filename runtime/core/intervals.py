@@ -370,6 +370,8 @@ _WHOLE = 2 ** 24  # float32 holds every whole number up to this exactly
 
 
 def _whole(v, integral: set) -> bool:
+    """Whether ``v`` (an input of an equation) is an integer, or a float that holds a
+    whole number float32 holds exactly (a literal ``2.0``, a converted index)."""
     if type(v).__name__ == "Literal":
         value = known(v.val)
         return value is not None and float(value[0]).is_integer() and value[0] == value[1]
@@ -388,14 +390,12 @@ def _python_float(eqn, name: str, args: list[Interval], hits: list[str],
     dtype = _numpy_dtype(out.aval)
     if dtype is None or not np.issubdtype(dtype, np.floating):
         return
-    if name in _EXACT_FLOAT or (name in ("add", "sub", "mul") and all(
-            _whole(v, integral) for v in eqn.invars)):
-        if all(_whole(v, integral) for v in eqn.invars if
-               np.issubdtype(getattr(v.aval, "dtype", np.int32), np.floating)
-               or type(v).__name__ == "Literal") or name == "convert_element_type":
-            bound = _apply(name, eqn.params, args, out.aval)
-            if bound is not None and max(abs(bound[0]), abs(bound[1])) <= _WHOLE:
-                integral.add(out)
+    whole = all(_whole(v, integral) for v in eqn.invars)
+    if name in _EXACT_FLOAT or (whole and name in ("add", "sub", "mul")):
+        # the same in float32 and in Python, rounded once; a whole number stays whole
+        bound = _apply(name, eqn.params, args, out.aval) if whole else None
+        if bound is not None and max(abs(bound[0]), abs(bound[1])) <= _WHOLE:
+            integral.add(out)
         return
     if not getattr(out.aval, "weak_type", False):
         return  # `jnp.float32(i) * 0.1`: float32 arithmetic under `jax.jit` too
