@@ -9,6 +9,8 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
 * ``jnp.sin``, ``jnp.tanh``, ``jnp.minimum``, ``jnp.where``, ... on those, and
   Python's ``math.sin``, ``math.tanh``, ``math.fabs``, ``math.floor``, ... (in
   ``f`` only: a plain helper under ``jax.grad`` cannot call them in Python);
+* Python floats of an int (a loop index too): ``i * 0.1``, ``i / 3``,
+  ``0.9 ** i``, ``1 - 0.999 ** i`` (float64 in Python);
 * ``if``/``elif``/``else`` on comparisons (chained too), reductions of
   vectors (``jnp.any(w > a)``, ``v.sum() > x``), ``and``/``or``/``not``;
 * ``while`` loops bounded by a counter (``i1 < n`` with ``i1 += 1``; a loop
@@ -257,12 +259,13 @@ class Generator:
         if d <= 0:
             return self.fatom(env)
         kind = ch.pick(["atom", "bin", "unary", "minmax", "where", "ifexp", "vred", "idx",
-                        "int", "boolop", "call", "python", "math", "library"],
+                        "int", "boolop", "call", "python", "math", "library", "pyfloat"],
                        [5, 3, 2.5, 1.2, 0.8, 0 if "ifexp" in self.exclude else 0.8, 1, 0.8, 0.6,
                         0 if "value_boolop" in self.exclude else 0.15,
                         0.9 if self.helpers else 0, self.pv.atom_weight(),
                         0 if self.legacy or "math" in self.exclude else 0.5,
-                        0 if self.legacy or "library" in self.exclude else 0.3])
+                        0 if self.legacy or "library" in self.exclude else 0.3,
+                        0 if self.legacy or "pyfloat" in self.exclude else 0.4])
         if kind == "atom":
             return self.fatom(env)
         if kind == "python":
@@ -309,6 +312,9 @@ class Generator:
             return f"{self.vatom(env)}[{self.iexpr(env, 1)} % 3]"
         if kind == "int":
             return f"({self.iexpr(env, 1)} * {ch.pick(['0.5', '1.0', '-0.25'])})"
+        if kind == "pyfloat":  # a Python float of an int (a loop index): float64 in Python
+            i = self.iexpr(env, 1)
+            return ch.pick([f"({i} * 0.1)", f"({i} / 3)", f"(0.9 ** {i})", f"(1 - 0.999 ** {i})"])
         # boolop: `and`/`or` on numbers, Python returns one of the operands
         op = ch.pick(["or", "and"])
         return f"({self.fexpr(env, d - 1)} {op} {self.fexpr(env, d - 1)})"
