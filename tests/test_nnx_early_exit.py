@@ -24,7 +24,7 @@ from flax import nnx
 import autograph
 from autograph.runtime.loop_forms import loop_plan
 
-BATCHES = 6
+BATCHES = 4
 
 
 @pytest.fixture(params=["python loop", "staged loop"])
@@ -125,11 +125,24 @@ def _assert_same_state(got, want):
 
 
 # the first batch's loss is about 2.9 and the second's 1.4: 2.0 stops after two
-# batches, 0.0 is never reached
-@pytest.mark.parametrize("target", [2.0, 0.0], ids=["stops", "runs out"])
-@pytest.mark.parametrize("epoch", [epoch_break, epoch_return, epoch_while],
-                         ids=["break", "return", "while"])
-def test_epoch_with_early_stop_matches_eager(epoch, n, target):
+# batches, 0.0 is never reached. Every jump and target where the loop is staged; where
+# it runs as Python (each step after the traced exit test a staged branch), each jump
+# once, stopping for `break` and `while` and running out for `return`
+def _case(staged, epoch, target):
+    how = "staged loop" if staged else "python loop"
+    jump = epoch.__name__.removeprefix("epoch_")
+    return pytest.param(staged, epoch, target,
+                        id=f"{how}-{jump}-{'stops' if target else 'runs out'}")
+
+
+@pytest.mark.parametrize("staged, epoch, target", [
+    *[_case(True, e, t) for e in (epoch_break, epoch_return, epoch_while) for t in (2.0, 0.0)],
+    _case(False, epoch_break, 2.0), _case(False, epoch_return, 0.0),
+    _case(False, epoch_while, 2.0)])
+def test_epoch_with_early_stop_matches_eager(staged, epoch, target, monkeypatch):
+    n = BATCHES
+    if staged:
+        monkeypatch.setattr(loop_plan, "PYTHON_TRIPS", BATCHES // 2)
     want, want_model, want_opt = _run(epoch, n, target, None)
     got, model, opt = _run(epoch, n, target, "function")
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4), got, want)
