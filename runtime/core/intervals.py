@@ -489,7 +489,7 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
         if v in used_elsewhere or v in jaxpr.outvars]
     if not frontier:
         return None
-    eqns = _slice_to(jaxpr, frontier)
+    eqns = _needed(jaxpr.eqns, frontier)
     consts = [known(c) for c in closed.consts]
     rows = []
     for k in range(first, last + 1):
@@ -503,7 +503,7 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
     taken = [frontier[i] for i in hoisted]
     kept = [e for e in jaxpr.eqns if not any(o in taken for o in e.outvars)]
     new = jax_internals.with_inputs(closed, list(jaxpr.invars) + taken,
-                                    _live(kept, jaxpr.outvars))
+                                    _needed(kept, jaxpr.outvars, effects=True))
     tables = [np.asarray([_value(r[i]) for r in rows], dtype=frontier[i].aval.dtype)
               for i in hoisted]
     return new, tables
@@ -514,24 +514,13 @@ def _value(interval: Interval) -> float:
     return interval[0]
 
 
-def _slice_to(jaxpr, targets: list) -> list:
-    """The equations of ``jaxpr`` that ``targets`` depend on, in order."""
-    needed = set(targets)
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(o in needed for o in eqn.outvars):
-            kept.append(eqn)
-            needed.update(v for v in eqn.invars if type(v).__name__ != "Literal")
-    kept.reverse()
-    return kept
-
-
-def _live(eqns: list, outvars) -> list:
-    """``eqns`` without those whose results nothing reads (and that have no effect)."""
-    needed = {v for v in outvars if type(v).__name__ != "Literal"}
+def _needed(eqns: list, targets, effects: bool = False) -> list:
+    """The equations of ``eqns`` that ``targets`` depend on (with ``effects``, also
+    those that have an effect), in order."""
+    needed = {v for v in targets if type(v).__name__ != "Literal"}
     kept = []
     for eqn in reversed(eqns):
-        if eqn.effects or any(o in needed for o in eqn.outvars):
+        if (effects and eqn.effects) or any(o in needed for o in eqn.outvars):
             kept.append(eqn)
             needed.update(v for v in eqn.invars if type(v).__name__ != "Literal")
     kept.reverse()
@@ -602,7 +591,7 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
     branched = any(p and type(v) is not int for p, v in zip(python, carry_init))
     if all(s is None for s in state) and not branched:
         return Followed(None, {})
-    eqns = _slice(jaxpr, [i for i, s in enumerate(state) if s is not None])
+    eqns = _needed(jaxpr.eqns, [jaxpr.outvars[i] for i, s in enumerate(state) if s is not None])
     consts = [known(c) for c in closed.consts]
     run = steps if steps <= FOLLOW_LIMIT else min(steps, STEPS)
     lost = False  # every carried integer stopped being followed
@@ -640,7 +629,7 @@ def _follow_branches(closed, carry_init: list, n_carry: int, first_index: int,
     jaxpr = closed.jaxpr
     state: list[Interval] = [python_int(v) if _is_int(o.aval) else None
                              for v, o in zip(carry_init, jaxpr.outvars[:n_carry])]
-    eqns = _slice(jaxpr, [i for i, s in enumerate(state) if s is not None])
+    eqns = _needed(jaxpr.eqns, [jaxpr.outvars[i] for i, s in enumerate(state) if s is not None])
     consts = [known(c) for c in closed.consts]
     unknown: list[Interval] = [None] * (len(jaxpr.invars) - n_carry - 1)
     for t in range(steps):
@@ -656,18 +645,6 @@ def _follow_branches(closed, carry_init: list, n_carry: int, first_index: int,
                 end = value[1] if value[1] > hi else value[0]
                 return Followed((i, end), {}, t + 1, branched=True, dtype=var.aval.dtype.name)
     return None
-
-
-def _slice(jaxpr, outputs: list[int]) -> list:
-    """The equations of ``jaxpr`` that its outputs at ``outputs`` depend on, in order."""
-    needed = {v for i in outputs for v in [jaxpr.outvars[i]] if type(v).__name__ != "Literal"}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(o in needed for o in eqn.outvars):
-            kept.append(eqn)
-            needed.update(v for v in eqn.invars if type(v).__name__ != "Literal")
-    kept.reverse()
-    return kept
 
 
 def describe(bound: float) -> str:
