@@ -58,7 +58,6 @@ from ..core.constructs import Construct
 from ..core.values import (
     MaybeUndefined,
     UndefinedReturn,
-    fail_at_run_time,
     flag_assigned,
     guard_when_asked,
     is_python_number,
@@ -89,9 +88,10 @@ from .python_loops import (
 )
 from .scan_loops import (
     Int32OverflowError,
+    Outgrows,
     before_binding,
+    counting,
     lifted_for,
-    overflow_error,
     scan_for,
     stabilizer,
 )
@@ -442,14 +442,14 @@ def _staged_while_defined(test, body, state, names, plan: Plan,
         c = condition(test(*carry.unflatten(arrays)), f"a {loop}")
         return jnp.asarray(c, dtype=bool)
 
-    def run(test_arrays, step_arrays, arrays, check):
+    def run(test_arrays, step_arrays, arrays, stabilize, check=None):
         if plan.form is Form.CHECKPOINTED:
             return checkpointed_loop(test_arrays, step_arrays, arrays,
                                      checkpoints=plan.checkpoints, maximum=plan.maximum,
                                      checkpoint_memory=plan.checkpoint_memory,
-                                     stabilize=stabilizer(carry), check=check)
+                                     stabilize=stabilize, check=check)
         return counted_loop(test_arrays, lambda a, k: step_arrays(a), arrays,
-                            int(plan.maximum), stabilize=stabilizer(carry),
+                            int(plan.maximum), stabilize=stabilize,
                             test_bounds=plan.test_bounds, check=check)
 
     def follow(closed):
@@ -458,43 +458,22 @@ def _staged_while_defined(test, body, state, names, plan: Plan,
         followed = intervals.follow(closed, carry.starts, len(carry.arrays), 0, [],
                                     intervals.STEPS, python_only=True, branches=False)
         if followed.overflow is not None:
-            raise _Outgrows(followed)
+            raise Outgrows(followed, carry)
 
     with staging():
         try:
-            final = run(cond_arrays, body_arrays, carry.arrays,
+            final = run(cond_arrays, body_arrays, carry.arrays, stabilizer(carry),
                         follow if any(intervals.python_int(v) is not None for v in carry.starts)
                         else None)
-        except _Outgrows as found:
-            final = _counting(run, cond_arrays, body_arrays, carry, found.followed)
+        except Outgrows as found:
+            if found.carry is not carry:
+                raise  # an inner loop's
+            final = counting(run, cond_arrays, body_arrays, found)
     # a Python number the body never changes comes out as itself, as from the Python
     # loop (after any number of steps), not as the array it was carried as
     final = [carry.starts[i] if i in kept and is_python_number(carry.starts[i]) else a
              for i, a in enumerate(final)]
     return shared.finish(carry.unflatten(final, final=True))
-
-
-class _Outgrows(Exception):
-    """Following a staged `while` loop's Python ints found one that would leave int32."""
-
-    def __init__(self, followed: intervals.Followed):
-        super().__init__()
-        self.followed = followed
-
-
-def _counting(run, test, body, carry: Carry, followed: intervals.Followed) -> list:
-    """The staged `while` loop ``run`` makes, counting its steps, and failing when the
-    program runs where it ran as many steps as ``followed`` found a carried Python int
-    needs to outgrow int32 (eagerly an exact Python int; staged, int32 wraps around).
-
-    The trip count is known only then: the loop is refused only where it runs that far.
-    """
-    counted = run(lambda a: test(a[:-1]), lambda a: list(body(a[:-1])) + [a[-1] + 1],
-                  list(carry.arrays) + [jnp.int32(0)], None)
-    assert followed.overflow is not None
-    name = carry.owners[followed.overflow[0]]
-    fail_at_run_time(counted[-1] < followed.steps, overflow_error(followed, name, None))
-    return list(counted[:-1])
 
 
 # ----------------------------------------------------------------------------

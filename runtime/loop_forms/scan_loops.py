@@ -214,8 +214,7 @@ def _refuse_int_overflow(closed, carry, first_index: int, extra, steps: int,
     """
     if type(steps) is not int or type(first_index) is not int:
         return {}  # a symbolic length (`jax.export`): no steps to follow
-    followed = intervals.follow(closed, carry.starts, len(carry.arrays), first_index, extra,
-                                steps if to_end else min(steps, intervals.STEPS))
+    followed = _followed_ints(closed, carry, first_index, extra, steps, to_end)
     if followed.overflow is None:
         return {i: v for i, v in followed.finals.items() if i not in carry.strengthen}
     raise overflow_error(followed, carry.owners[followed.overflow[0]], steps)
@@ -225,6 +224,14 @@ def _within(followed: intervals.Followed, steps) -> str:
     if steps is None:
         return f"after {followed.steps} steps, and this run of the loop made that many"
     return f"within the loop's {steps} steps"
+
+
+def _followed_ints(closed, carry, first_index, extra, steps, to_end: bool = False):
+    """``intervals.follow`` of the carry's integers (see ``_refuse_int_overflow``)."""
+    if type(steps) is not int or type(first_index) is not int:
+        return intervals.Followed(None, {})  # a symbolic length (`jax.export`)
+    return intervals.follow(closed, carry.starts, len(carry.arrays), first_index, extra,
+                            steps if to_end else min(steps, intervals.STEPS))
 
 
 def overflow_error(followed: intervals.Followed, name: str, steps) -> Int32OverflowError:
@@ -256,16 +263,14 @@ def overflow_error(followed: intervals.Followed, name: str, steps) -> Int32Overf
             fix=f"compute it as a float (`1.0` rather than `1`), or reduce it as you go (`h = "
                 f"(h * 31 + i) % m`), or {short}")
     error.branched = followed.branched
-    error.followed = followed
     return error
 
 
 class Int32OverflowError(errors.LoopStateError):
     """A carried integer would outgrow int32 (see ``_refuse_int_overflow``); ``branched``
-    where a traced branch picks it; ``followed``, what following the loop found."""
+    where a traced branch picks it."""
 
     branched = False
-    followed: intervals.Followed | None = None
 
 
 def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra,
@@ -314,27 +319,44 @@ def _exiting_for(seq, k0, xs, one, carry, names, extra_test, lists):
 
     with staging():
         n = seq.n - k0
+
+        def run(test, step, arrays, stabilize, check=None):
+            return counted_loop(test, step, arrays, n, stabilize=stabilize, check=check)
+
         try:
-            final = counted_loop(test, body, carry.arrays, n, stabilize=stabilizer(carry),
-                                 check=lambda closed: _check_exiting(closed, carry, k0, n))
-        except Int32OverflowError as outgrows:
-            if outgrows.followed is None:
-                raise
-            final = _counting(test, body, carry, n, outgrows)
+            final = run(test, body, carry.arrays, stabilizer(carry),
+                        check=lambda closed: _check_exiting(closed, carry, k0, n))
+        except Outgrows as found:
+            if found.carry is not carry:
+                raise  # an inner loop's
+            # a step counts where the loop goes on after it, or where it changed the
+            # integer: the step that exits (`if i > x: break` before `fact *= i`) may
+            # leave it as it was
+            final = counting(run, test, body, found, goes_on=test)
     return carry.unflatten(final, final=True)
 
 
-def _counting(test, body, carry, n: int, outgrows: Int32OverflowError) -> list:
-    """The loop ``_exiting_for`` stages, counting its steps: it fails when the program runs
-    where it ran as many steps as an integer it carries needs to outgrow int32 (a loop
-    that exits sooner keeps it exact, as the Python loop does).
+class Outgrows(Exception):
+    """A loop's check of its own body found a carried Python int that its steps push
+    out of its dtype (``followed``); raised from the trace, caught by the loop whose
+    ``carry`` it is, which then runs ``counting``."""
 
-    A step counts where the loop goes on after it, or where it changed the integer:
-    the step that exits (``if i > x: break`` before ``fact *= i``) may leave it as
-    it was.
+    def __init__(self, followed: intervals.Followed, carry):
+        super().__init__()
+        self.followed, self.carry = followed, carry
+
+
+def counting(run, test, step, found: Outgrows, goes_on=None) -> list:
+    """The loop ``run(test, step, arrays, stabilize)`` makes, counting its steps: it
+    fails when the program runs where it ran as many as ``found`` says a carried Python
+    int needs to outgrow its dtype (eagerly an exact Python int; staged, it wraps
+    around). A loop that stops sooner keeps it exact, as the Python loop does.
+
+    Every step counts, or with ``goes_on(new arrays)`` (a loop that may exit inside
+    a step) those after which the loop goes on or the integer changed.
     """
-    followed = outgrows.followed
-    assert followed is not None and followed.overflow is not None
+    followed, carry = found.followed, found.carry
+    assert followed.overflow is not None
     position = followed.overflow[0]
     hook = stabilizer(carry)
 
@@ -342,13 +364,15 @@ def _counting(test, body, carry, n: int, outgrows: Int32OverflowError) -> list:
         arrays = hook(out_avals[:-1])
         return None if arrays is None else list(arrays) + [jnp.int32(0)]
 
-    def step(a, k):
-        new = list(body(a[:-1], k))
-        made = jnp.logical_or(new[position] != a[position], test(new))
+    def counted_step(a, *rest):
+        new = list(step(a[:-1], *rest))
+        if goes_on is None:
+            return new + [a[-1] + 1]
+        made = jnp.logical_or(new[position] != a[position], goes_on(new))
         return new + [a[-1] + made.astype(jnp.int32)]
 
-    counted = counted_loop(lambda a: test(a[:-1]), step, list(carry.arrays) + [jnp.int32(0)], n,
-                           stabilize=stabilize)
+    counted = run(lambda a: test(a[:-1]), counted_step, list(carry.arrays) + [jnp.int32(0)],
+                  stabilize)
     fail_at_run_time(counted[-1] < followed.steps,
                      overflow_error(followed, carry.owners[position], None))
     return list(counted[:-1])
@@ -357,8 +381,10 @@ def _counting(test, body, carry, n: int, outgrows: Int32OverflowError) -> list:
 def _check_exiting(closed, carry, k0: int, n: int) -> None:
     """The checks of ``scan_for`` for the body of a loop that may stop early (its step
     index counts from 0; the body adds ``k0``). An integer that would outgrow int32
-    is checked last: the loop is then counted (``_counting``)."""
+    is checked last: the loop is then counted (``counting``)."""
     if type(n) is int:
         _refuse_python_mismatch(closed, carry, (0, n - 1), [])
     _check_before_binding(carry, {})  # a loop that may stop early hands back no Python int
-    _refuse_int_overflow(closed, carry, 0, [], n)
+    followed = _followed_ints(closed, carry, 0, [], n)
+    if followed.overflow is not None:
+        raise Outgrows(followed, carry)
