@@ -265,3 +265,118 @@ def test_a_python_number_a_staged_while_never_changes_comes_out_as_itself():
     assert widens_later(1.0, 5) == 70000.0
     with pytest.raises(autograph.LoopStateError, match="must keep its value"):
         jax.jit(autograph.convert(widens_later))(jnp.float32(1.0), jnp.int32(5))
+
+
+# -- a Python number a staged `if` or loop made a tracer, meeting a narrow dtype later --
+# Eagerly it is still a Python number, so the later `if` widens as it would for the
+# number itself: over the hull of the branches' numbers, or over the whole range of
+# the dtype a loop carried it in (its trip count is known only when it runs).
+
+
+def set_in_a_staged_while(x, n):
+    q = 0
+    i = 0
+    while i < n:
+        q = 100000
+        i += 1
+    if x > 0:
+        r = q
+    else:
+        r = jnp.float16(x)
+    return r + x
+
+
+def counted_then_int8(x8, n):
+    k = 0
+    i = 0
+    while i < n:
+        k += 100
+        i += 1
+    if x8 > 0:
+        m = k
+    else:
+        m = x8
+    return m
+
+
+def set_in_a_staged_if(x, n):
+    q = 3
+    if x > 1:
+        q = 100000
+    if x > 0.5:
+        r = q
+    else:
+        r = jnp.float16(x)
+    return r * 1.0
+
+
+def set_in_a_scanned_for(x, n):
+    q = 0
+    for i in range(3):
+        if x > i:
+            q = 100000
+    if x > 0.5:
+        r = q
+    else:
+        r = jnp.float16(x)
+    return r + x
+
+
+@pytest.mark.parametrize("fn", [set_in_a_staged_while, set_in_a_staged_if,
+                                set_in_a_scanned_for])
+def test_a_number_a_staged_block_made_widens_a_later_float16(fn):
+    jf = jax.jit(autograph.convert(fn))
+    for x, n in ((2.0, 3), (0.7, 3), (-1.0, 0)):  # each branch, and both loop outcomes
+        got = _quietly(jf, jnp.float32(x), jnp.int32(n))
+        want = fn(np.float32(x), n)
+        assert np.isfinite(got), (fn.__name__, x, n)
+        np.testing.assert_allclose(got, np.float32(want), rtol=1e-3)
+
+
+def test_a_number_a_staged_while_counted_widens_a_later_int8():
+    jf = jax.jit(autograph.convert(counted_then_int8))
+    for x8, n in ((5, 3), (-5, 3), (5, 0)):
+        got = jf(jnp.int8(x8), jnp.int32(n))
+        assert got.dtype == np.int32  # the dtype a loop carries a Python int in
+        assert got == counted_then_int8(np.int8(x8), n)  # 300, not int8's 44
+    got = jax.jit(jax.vmap(autograph.convert(counted_then_int8)))(
+        jnp.array([5, -5], jnp.int8), jnp.array([3, 1], jnp.int32))
+    np.testing.assert_array_equal(got, [300, -5])
+
+
+def small_hull_then_int8(x8):
+    q = 0
+    if x8 > 10:
+        q = 5
+    if x8 > 0:
+        m = q
+    else:
+        m = x8
+    return m
+
+
+def test_a_number_a_staged_if_made_that_fits_keeps_the_narrow_dtype():
+    jf = jax.jit(autograph.convert(small_hull_then_int8))
+    for x8 in (20, 3, -4):
+        _same(jf(jnp.int8(x8)), small_hull_then_int8(np.int8(x8)), jnp.int8)
+
+
+def hull_then_int8_loop(x8, n, m):
+    k = 3
+    if n > 2:
+        k = 300
+    j = 0
+    while j < m:
+        k = x8
+        j += 1
+    return k
+
+
+def test_a_number_a_staged_if_made_that_a_loop_would_narrow_is_refused():
+    # after zero trips the program returns 300; an int8 carry would hold 44
+    assert hull_then_int8_loop(np.int8(5), 3, 0) == 300
+    with pytest.raises(LoopStateError, match="must keep its value") as info:
+        jax.jit(autograph.convert(hull_then_int8_loop))(jnp.int8(5), jnp.int32(3), jnp.int32(0))
+    msg = str(info.value)
+    assert "variable: k" in msg and "int8 cannot hold 300" in msg
+    assert f"test_number_values.py:{_line(hull_then_int8_loop, 'while j < m')}" in msg

@@ -373,7 +373,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
             arrays = lax.cond(pred, run_true, run_false)
     flags = arrays[len(arrays) - len(born):]
     out = list(_rebuild(spec, arrays[:len(arrays) - len(born)]))
-    _note_python_ints(out, t_rec.values, f_rec.values)
+    _note_python_numbers(out, t_rec.values, f_rec.values)
     for j, flag in zip(born, flags):
         vt, vf = t_rec.values[j], f_rec.values[j]
         value = out[j]
@@ -383,16 +383,21 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
     return in_place.write_back(init, tuple(out), true.kept & false.kept)
 
 
-def _note_python_ints(out, true_values, false_values) -> None:
-    """A Python int both branches leave (``h = h * 2`` on one, ``h`` on the other) is an
-    int32 tracer after the staged `if`, where eagerly it stays a Python int: the hull of
-    the two is noted (``intervals.note_python_int``), so a loop that carries it checks
-    it against int32 as the exact Python int it is eagerly."""
+def _note_python_numbers(out, true_values, false_values) -> None:
+    """A Python number both branches leave (``h = h * 2`` on one, ``h`` on the other) is
+    a tracer after the staged `if`, where eagerly it stays a Python number: the hull of
+    the two is noted (``intervals.note_python_number``). A later `if` that meets it
+    with a narrow dtype then widens that dtype to hold it (``state.promote``), as it
+    would the number; and a loop that carries an int checks it against int32 as the
+    exact Python int it is eagerly."""
     for value, a, b in zip(out, true_values, false_values):
         if isinstance(value, Tracer):
-            ia, ib = intervals.python_int(a), intervals.python_int(b)
+            ia, ib = intervals.python_number(a), intervals.python_number(b)
             if ia is not None and ib is not None:
-                intervals.note_python_int(value, (min(ia[0], ib[0]), max(ia[1], ib[1])))
+                exact = (intervals.python_int(a) is not None
+                         and intervals.python_int(b) is not None)
+                intervals.note_python_number(value, (min(ia[0], ib[0]), max(ia[1], ib[1])),
+                                             exact)
 
 
 def _refuse_one_sided_update(true: _Branch, false: _Branch, names) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from autograph import errors
 from autograph.errors import quoted as _q
 
-from ..core import key_order
+from ..core import intervals, key_order
 from ..core.constructs import Construct
 from ..core.values import (
     UndefinedReturn,
@@ -57,9 +57,13 @@ class Carry:
         self.snapshot = st.object_snapshot(values)
 
     def unflatten(self, arrays, final: bool = False):
+        """The loop's variables from its carried arrays; ``final`` for those it hands on
+        after it runs."""
         if final and self.strengthen:
             arrays = [st.convert(a, a.dtype, False) if i in self.strengthen else a
                       for i, a in enumerate(arrays)]
+        if final:
+            self._note_python_numbers(arrays)
         it = iter(arrays)
         out = []
         for (treedef, leaves), fixed in zip(self.flat, self.static):
@@ -67,6 +71,18 @@ class Carry:
             new = [fixed_at[i] if i in fixed_at else next(it) for i in range(len(leaves))]
             out.append(jax.tree_util.tree_unflatten(treedef, new))
         return tuple(out)
+
+    def _note_python_numbers(self, arrays) -> None:
+        """A Python number the loop carries and keeps weakly typed is one eagerly after
+        it, whatever the trip count: noted with its dtype's range
+        (``intervals.note_python_number``), so a later `if` that meets it with a narrow
+        dtype widens that dtype to hold it, as it would the number."""
+        for start, a in zip(self.starts, arrays):
+            if (isinstance(a, jax.core.Tracer) and getattr(a, "weak_type", False)
+                    and intervals.python_number(start) is not None):
+                span = _range(a.dtype)
+                if span is not None:
+                    intervals.note_python_number(a, span)
 
     def check(self, out_values, in_arrays):
         """Flattens a body's output, checking it against the carried input."""
@@ -151,9 +167,11 @@ class Carry:
             if a_out.weak and not a_in.weak and self._joint(name, a_in, a_out) == a_in.dtype:
                 # `x = 0` on a float32 carry
                 return st.convert(st.as_array(leaf), a_in.dtype, False)
-            if is_python_number(start) or is_python_number(leaf):
-                self._refuse_narrowing(name, st.aval_of(start) if is_python_number(start)
-                                       else a_in, a_out)
+            a_start = st.aval_of(start) if st.is_carryable(start) else a_in
+            if a_start.number is not None or a_start.span is not None:
+                self._refuse_narrowing(name, a_start, a_out)
+            elif is_python_number(leaf):
+                self._refuse_narrowing(name, a_in, a_out)
             if not a_in.weak:
                 raise errors.LoopStateError(
                     f"a variable carried by a staged {self.loop} must keep its dtype",
@@ -190,14 +208,26 @@ class Carry:
         """
         number = a_in.number if a_out.number is None else a_out.number
         narrow = a_out if a_out.number is None else a_in
-        if not isinstance(narrow.dtype, np.dtype) or st.holds(narrow.dtype, number):
+        if not isinstance(narrow.dtype, np.dtype):
             return
+        if number is None and narrow is a_out and a_in.span is not None:
+            # a tracer that is a Python number eagerly: its range's end that does not fit
+            number = next((n for n in a_in.span if not st.holds(narrow.dtype, n)), None)
+            if number is None:
+                return
+            kind = "int" if isinstance(number, int) else type(number).__name__
+            starts = (f"{_q(name)} holds a Python {kind} before the loop (a staged `if` or "
+                      f"loop made it an array; it may be {number!r})")
+        elif number is None or st.holds(narrow.dtype, number):
+            return
+        else:
+            kind = "int" if isinstance(number, int) else type(number).__name__
+            starts = f"{_q(name)} starts as the Python {kind} {number!r}"
         joint = self._joint(name, a_in, a_out)
-        kind = "int" if isinstance(number, int) else type(number).__name__
         raise errors.LoopStateError(
             f"a Python number carried by a staged {self.loop} must keep its value",
-            observed=(f"{_q(name)} starts as the Python {kind} {number!r}, and one iteration makes "
-                      f"it {narrow.dtype.name}" if narrow is a_out else
+            observed=(f"{starts}, and one iteration makes it {narrow.dtype.name}"
+                      if narrow is a_out else
                       f"{_q(name)} is {narrow.dtype.name} before the loop, and one iteration sets "
                       f"it to the Python {kind} {number!r}")
                      + f"; {narrow.dtype.name} cannot hold {number!r}, so staged it would "
@@ -205,6 +235,18 @@ class Carry:
             variable=name,
             fix=f"give {_q(name)} a dtype that holds both before the loop, e.g. `{name} = "
                 f"jnp.asarray({name}, jnp.{joint.name})`")
+
+
+def _range(dtype) -> tuple | None:
+    """The least and greatest finite numbers of an int or float dtype, else None."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = jnp.iinfo(dtype)
+        return int(info.min), int(info.max)
+    if dtype.kind == "f":
+        largest = float(jnp.finfo(dtype).max)
+        return -largest, largest
+    return None
 
 
 class KeyOrderError(errors.LoopStateError):

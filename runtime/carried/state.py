@@ -20,7 +20,7 @@ import numpy as np
 
 from autograph import jax_internals
 
-from ..core import key_order
+from ..core import intervals, key_order
 from ..core.values import is_array, is_python_number, is_undefined
 
 tree_util = jax.tree_util
@@ -53,13 +53,18 @@ class Aval(NamedTuple):
     dtype: Any  # a NumPy dtype, or one of JAX's extended dtypes (typed PRNG keys)
     weak: bool  # typed like a Python scalar: promotes to the other operand's dtype
     number: Any = None  # the Python number the leaf is, if it is one (see `promote`)
+    # for a tracer that is a Python number eagerly (``intervals.python_number``), the
+    # range of that number
+    span: tuple | None = None
 
 
 def aval_of(leaf) -> Aval:
     """The ``Aval`` of a carryable leaf (a Python number is a weakly typed scalar)."""
     if is_python_number(leaf):
         return Aval((), jnp.result_type(leaf), True, leaf)
-    return Aval(tuple(np.shape(leaf)), _dtype(leaf.dtype), bool(getattr(leaf, "weak_type", False)))
+    weak = bool(getattr(leaf, "weak_type", False))
+    return Aval(tuple(np.shape(leaf)), _dtype(leaf.dtype), weak, None,
+                intervals.python_number(leaf) if weak else None)
 
 
 def convert(x, dtype, weak: bool):
@@ -92,7 +97,8 @@ def promote(a: Aval, b: Aval) -> tuple[Any, bool]:
     hold it (``-1`` with uint8, ``1000`` with int8, ``1e5`` with float16), the
     result is the smallest dtype that holds both sides (int16, int16, float32),
     and strongly typed. A number that fits keeps JAX's rules (``5`` with int8:
-    int8).
+    int8). So does a tracer that is a Python number eagerly, over its whole range
+    (``Aval.span``): one a staged `if` or loop made of Python numbers.
 
     Raises:
       NumberOverflow: an integer that no enabled dtype holds (beyond int32 while
@@ -103,7 +109,7 @@ def promote(a: Aval, b: Aval) -> tuple[Any, bool]:
         return (da, wa and wb) if da == db else (jnp.result_type(da, db), False)
     dtype = np.dtype(jnp.result_type(_promotion_operand(da, wa), _promotion_operand(db, wb)))
     weak = wa and wb
-    for number in (a.number, b.number):
+    for number in (a.number, b.number, *(a.span or ()), *(b.span or ())):
         if number is not None and not holds(dtype, number):
             dtype, weak = _widened(dtype, number), False
     return dtype, weak

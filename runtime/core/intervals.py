@@ -81,21 +81,30 @@ def known(value) -> Interval:
     return None
 
 
-# Traced ints that hold a Python int eagerly: a staged `if` whose branches leave
-# Python ints (`h = h * 2` on one, `h` on the other) makes an int32 tracer of them;
-# id -> (a weak reference to it, the hull of the branches' values). Bounded.
-_PYTHON_INTS: dict[int, tuple[Any, tuple[int, int]]] = {}
+# Tracers that hold a Python number eagerly. A staged `if` whose branches leave Python
+# numbers (`h = h * 2` on one, `h` on the other) makes a weakly typed tracer of them,
+# and so does a staged loop that carries one; id -> (a weak reference to it, the range
+# of what it holds eagerly, whether that range is the hull of the exact ints the
+# branches left). Bounded.
+_PYTHON_NUMBERS: dict[int, tuple[Any, tuple, bool]] = {}
 
 
-def note_python_int(tracer, interval: tuple[int, int]) -> None:
-    """Notes that ``tracer`` is, eagerly, a Python int in ``interval``."""
+def note_python_number(tracer, interval: tuple, exact: bool = False) -> None:
+    """Notes that ``tracer`` is, eagerly, a Python number in ``interval``: ``exact``
+    where that is the hull of the exact ints the branches of a staged `if` left,
+    else a range it is known to stay in (its dtype's, for a loop's carry)."""
     try:
         ref = weakref.ref(tracer)
     except TypeError:
         return
-    if len(_PYTHON_INTS) >= 4096:
-        _PYTHON_INTS.clear()
-    _PYTHON_INTS[id(tracer)] = (ref, interval)
+    if len(_PYTHON_NUMBERS) >= 4096:
+        _PYTHON_NUMBERS.clear()
+    _PYTHON_NUMBERS[id(tracer)] = (ref, interval, exact)
+
+
+def note_python_int(tracer, interval: tuple[int, int]) -> None:
+    """Notes that ``tracer`` is, eagerly, a Python int in ``interval`` (exactly)."""
+    note_python_number(tracer, interval, exact=True)
 
 
 def python_int(value) -> tuple[int, int] | None:
@@ -103,7 +112,18 @@ def python_int(value) -> tuple[int, int] | None:
     int itself, or a tracer noted by :func:`note_python_int`; else None."""
     if type(value) is int:
         return value, value
-    found = _PYTHON_INTS.get(id(value))
+    found = _PYTHON_NUMBERS.get(id(value))
+    if found is not None and found[2] and found[0]() is value:
+        return found[1]
+    return None
+
+
+def python_number(value) -> tuple | None:
+    """The range of what ``value`` is eagerly where that is a Python int or float: the
+    number itself, or a tracer noted by :func:`note_python_number`; else None."""
+    if type(value) in (int, float):
+        return value, value
+    found = _PYTHON_NUMBERS.get(id(value))
     if found is not None and found[0]() is value:
         return found[1]
     return None

@@ -16,7 +16,8 @@ constructs tell the two apart (``grammar.Generator`` draws them as its
   whose divisor may be zero, ``int(jnp.float32(2.7) * i)``, a float truncated);
 * ``narrow``: ``q``, started from a Python number that may not fit
   (``q = 1000``) and assigned ``jnp.int8``, ``jnp.uint8`` or ``jnp.float16``
-  values;
+  values, or another such number on one branch of an array-dependent ``if``
+  (a tracer of a Python number after it);
 * ``dicts``: ``d = {"w": x, "b": 0.5}`` (insertion order not sorted) or an
   ``OrderedDict``, updated, extended and reordered;
 * ``aliases``: ``la = [x]`` and ``lb = la`` or ``lb = [la]``, written
@@ -200,11 +201,13 @@ class PythonValues:
         else:
             lo, hi = (-100, 100) if dtype == "int8" else (0, 250)
             value = f"jnp.{dtype}(jnp.clip({g.fexpr(env, 1)} * 10, {lo}, {hi}))"
-        form = ch.pick(["guarded", "plain", "step"], [3, 2, 1])
+        form = ch.pick(["guarded", "plain", "step", "number"], [3, 2, 1, 1])
         if form == "guarded":   # `if x > t: q = narrow(...)`: q keeps its start on the other path
             return [f"if {g.cond(env, 1)}:", f"    q = {value}"]
         if form == "plain":
             return [f"q = {value}"]
+        if form == "number":   # a traced branch sets a Python number: a tracer of one after it
+            return [f"if {g.cond(env, 1)}:", f"    q = {ch.pick(_NARROW[dtype])}"]
         return ["q = q + 1"]
 
     def _wide(self, env) -> list[str]:
