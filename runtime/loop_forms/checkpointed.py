@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -505,10 +506,13 @@ def _backward(steps: _Steps, buf, pos, n, ct, checkpoints: int) -> list:
     """``J^T ct``: from the last step back, from the states the sweep kept.
 
     The kept states form a stack, by position (each new one lies past the
-    others, and the highest is undone first): ``stack[:sp]`` are their slots,
-    ``free[:nf]`` the slots free for more.
+    others, and the highest is undone first). ``perm`` orders the slots:
+    ``perm[:sp]`` hold the kept states, the lowest position first, and
+    ``perm[sp:checkpoints]`` are free; ``at[:sp]`` are their positions. The
+    slot ``checkpoints`` is scratch: a step that keeps nothing writes there, so
+    every step writes and no step branches on it.
     """
-    scratch = checkpoints  # written when no state is kept, so every step writes
+    scratch = checkpoints
     slot_ids = jnp.arange(checkpoints + 1, dtype=jnp.int32)
 
     def put(array, value, index):
@@ -517,85 +521,82 @@ def _backward(steps: _Steps, buf, pos, n, ct, checkpoints: int) -> list:
     def get(array, index):
         return lax.dynamic_index_in_dim(array, index, 0, keepdims=False)
 
-    def keep_if(t, keep):  # keeps `cur` (at `at`) where `keep`
-        buf, pos, stack, sp, free, nf, cur, at = t
-        slot = jnp.where(keep, get(free, nf - 1), scratch)
-        buf, pos = _write(buf, slot, cur), put(pos, jnp.where(keep, at, -1), slot)
-        stack = put(stack, slot, jnp.where(keep, sp, checkpoints))
-        return buf, pos, stack, sp + keep, free, nf - keep, cur, at
-
-    def step(t):
-        buf, pos, stack, sp, free, nf, cur, at = t
-        return buf, pos, stack, sp, free, nf, steps.step(cur), at + 1
-
-    def advance(s):  # from the state at `at` to the one at `end - 1`
-        t, end, c, c_consts = s[:8], s[8], s[9], s[10]
-
-        def fits(t):  # every state left can be kept: one recomputation each
-            return end - t[7] <= t[5] + 2
+    def advance(s):  # from the state on top of the stack to the one at `end - 1`
+        buf, perm, at, sp, cur, where, end, c, c_consts = s
 
         def one(u):
             # binomial checkpointing while not everything fits; once it does (and it
             # then stays so: each step keeps its state), every state but the last
-            t, target = u[:8], u[8]
-            fitting = fits(t)
-            t = step(t)
-            keep = jnp.where(fitting, t[7] + 1 < end, t[7] == target)
-            t = keep_if(t, keep)
-            target = lax.cond(keep & ~fitting, lambda: _plan(t[7], end, t[5]), lambda: target)
-            return t + (target,)
+            buf, at, sp, cur, where, target = u
+            fitting = end - where <= checkpoints - sp + 2
+            cur, where = steps.step(cur), where + 1
+            keep = jnp.where(fitting, where + 1 < end, where == target)
+            buf = _write(buf, jnp.where(keep, get(perm, sp), scratch), cur)
+            at = put(at, where, jnp.where(keep, sp, checkpoints))
+            sp = sp + keep
+            target = lax.cond(keep & ~fitting,
+                              lambda: _plan(where, end, checkpoints - sp, checkpoints),
+                              lambda: target)
+            return buf, at, sp, cur, where, target
 
         # one loop, so the body is traced and compiled once
-        u = lax.while_loop(lambda u: u[7] + 1 < end, one, t + (_plan(t[7], end, t[5]),))
-        return u[:8] + (end, c, c_consts)
+        buf, at, sp, cur, where, _ = lax.while_loop(
+            lambda u: u[4] + 1 < end, one,
+            (buf, at, sp, cur, where, _plan(where, end, checkpoints - sp, checkpoints)))
+        return buf, perm, at, sp, cur, where, end, c, c_consts
 
     def undo(s):  # the last step not undone yet, while its state is at hand
-        buf, pos, stack, sp, free, nf, cur, at, end, c, c_consts = s
+        buf, perm, at, sp, cur, where, end, c, c_consts = s
         c, c_consts = steps.vjp_step(cur, c, c_consts)
-        end = end - 1
-        top = get(stack, sp - 1)
-        done = get(pos, top) == end  # that state is no longer needed
-        pos = put(pos, jnp.where(done, -1, end), jnp.where(done, top, scratch))
-        free = put(free, top, jnp.where(done, nf, checkpoints))
-        sp, nf = sp - done, nf + done
-        top = get(stack, sp - 1)
-        return buf, pos, stack, sp, free, nf, _read(buf, top), get(pos, top), end, c, c_consts
+        sp = sp - (get(at, sp - 1) == where)  # that state is no longer needed
+        return (buf, perm, at, sp, _read(buf, get(perm, sp - 1)), get(at, sp - 1), where,
+                c, c_consts)
 
     def sweep_back(s):
         s = advance(s)
-        return lax.while_loop(lambda s: (s[7] + 1 == s[8]) & (s[8] > 0), undo, s)
+        return lax.while_loop(lambda s: (s[5] + 1 == s[6]) & (s[6] > 0), undo, s)
 
-    # the stack: kept slots by position; then the free ones, the scratch slot last
+    # kept slots by position; then the free ones, the scratch slot last
     big = jnp.iinfo(jnp.int32).max
-    order = jnp.argsort(jnp.where(pos >= 0, pos, jnp.where(slot_ids < scratch, big - 1, big)))
-    order = order.astype(jnp.int32)
+    perm = jnp.argsort(jnp.where(pos >= 0, pos, jnp.where(slot_ids < scratch, big - 1, big)))
+    perm = perm.astype(jnp.int32)
+    at = pos[perm]
     sp = jnp.sum(pos >= 0).astype(jnp.int32)
-    free = order[(slot_ids + sp) % (checkpoints + 1)]
-    top = get(order, sp - 1)
     c_consts = [jnp.zeros(steps.tbatch + jnp.shape(steps.consts[i]),
                           jnp.result_type(steps.consts[i])) for i in steps.diff]
-    s = (list(buf), pos, order, sp, free, checkpoints - sp, _read(buf, top), get(pos, top),
-         n, list(ct), c_consts)
-    s = lax.while_loop(lambda s: s[8] > 0, sweep_back, s)
-    return list(s[9]) + list(s[10])
+    s = (list(buf), perm, at, sp, _read(buf, get(perm, sp - 1)), get(at, sp - 1), n,
+         list(ct), c_consts)
+    s = lax.while_loop(lambda s: s[6] > 0, sweep_back, s)
+    return list(s[7]) + list(s[8])
 
 
-def _plan(at, end, free):
+@functools.lru_cache(maxsize=16)
+def _binomials(most: int) -> np.ndarray:
+    """``C(f + r, r)`` at ``[f, r - 1]``, for ``f`` up to ``most + 1`` and ``r`` from 1 to
+    ``_REPETITIONS``, in float32 (infinite past its range)."""
+    with np.errstate(over="ignore"):
+        return np.array([[float(math.comb(f + r, r)) for r in range(1, _REPETITIONS + 1)]
+                         for f in range(most + 2)]).astype(np.float32)
+
+
+def _plan(at, end, free, most: int):
     """Where to keep the next state on the way from ``at`` to ``end``, or -1.
 
-    Binomial checkpointing: with ``free`` slots besides the state at ``at``,
-    ``end - at`` steps are undone with ``r`` recomputations each when
-    ``end - at <= C(free + 1 + r, r)``; the state kept next leaves at most
-    ``C(free + r, r)`` steps after it.
+    Binomial checkpointing: with ``free`` slots (at most ``most``) besides the
+    state at ``at``, ``end - at`` steps are undone with ``r`` recomputations
+    each when ``end - at <= C(free + 1 + r, r)``; the state kept next leaves at
+    most ``C(free + r, r)`` steps after it. The binomials are a table, read
+    by ``free``.
     """
     length = (end - at).astype(jnp.float32)
-    r = jnp.arange(1, _REPETITIONS + 1, dtype=jnp.float32)
-    s = free.astype(jnp.float32) + 1
-    beta = jnp.cumprod((s + r) / r)  # C(s + r, r)
-    beta_less = jnp.cumprod((s - 1 + r) / r)  # C(s - 1 + r, r)
+    table = jnp.asarray(_binomials(most))
+    row = jnp.clip(free, 0, most)
+    beta = lax.dynamic_index_in_dim(table, row + 1, 0, keepdims=False)  # C(free + 1 + r, r)
+    # (beta_less, read below: C(free + r, r))
     fits = beta >= length
-    i = jnp.where(jnp.any(fits), jnp.argmax(fits), _REPETITIONS - 1)
-    m = jnp.clip(length - jnp.floor(beta_less[i]), 1, jnp.maximum(length - 1, 1))
+    i = jnp.where(jnp.any(fits), jnp.argmax(fits), _REPETITIONS - 1).astype(jnp.int32)
+    beta_less = lax.dynamic_slice(table, (row.astype(jnp.int32), i), (1, 1))[0, 0]
+    m = jnp.clip(length - jnp.floor(beta_less), 1, jnp.maximum(length - 1, 1))
     return jnp.where((length >= 2) & (free >= 1), at + m.astype(jnp.int32), -1)
 
 

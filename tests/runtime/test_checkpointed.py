@@ -172,11 +172,11 @@ def test_default_checkpoints(state_bytes, want):
     assert default_checkpoints(state_bytes) == want
 
 
-_jit_plan = jax.jit(checkpointed._plan)
+_jit_plan = jax.jit(checkpointed._plan, static_argnums=3)
 
 
 def _plan(at, end, free) -> int:
-    return int(_jit_plan(jnp.int32(at), jnp.int32(end), jnp.int32(free)))
+    return int(_jit_plan(jnp.int32(at), jnp.int32(end), jnp.int32(free), 64))
 
 
 @pytest.mark.parametrize("at, end, free, want", [
