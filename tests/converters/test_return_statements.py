@@ -418,3 +418,42 @@ def test_a_branch_that_raises_is_not_a_path_without_a_return():
     assert float(f(jnp.float32(2.0))) == 2.0
     with pytest.raises(ValueError, match="not positive"):
         f(jnp.float32(-2.0))
+
+
+# ---------------------------------------------------------------------------
+# A variable a nested early `return` may leave unassigned, then updated in place
+
+
+def returns_inside_then_augments(x, n):
+    if x > 1:
+        if x > 2:
+            return x
+        a = x
+    else:
+        a = x + 1
+    if (3 - n) == (n // 2):
+        a += a
+    return a
+
+
+def test_augmented_assignment_reads_its_target_as_python_does():
+    # `a` is unassigned only where the function has returned; `a += a` reads it
+    out = autograph.to_code(returns_inside_then_augments)
+    assert "a = ag__.ld(a)\n" in out and "a += ag__.ld(a)" in out, out
+    check_equivalent(returns_inside_then_augments,
+                     *[(F32(x), n) for x in (0.5, 1.5, 2.5) for n in (1, 2)])
+
+
+def appends_after_early_return(x):
+    if x > 1:
+        if x > 2:
+            return jnp.zeros(2)
+        acc = [x]
+    else:
+        acc = [x + 1]
+    acc += [x]  # in place: the list object itself grows
+    return jnp.stack(acc)
+
+
+def test_augmented_assignment_of_a_list_after_an_early_return():
+    check_equivalent(appends_after_early_return, (F32(0.5),), (F32(1.5),), (F32(2.5),))
