@@ -342,9 +342,15 @@ def counted_where_positive(x):
 
 def test_integer_a_traced_branch_may_push_past_int32_runs_unrolled():
     # the branch may be the user's own `jnp.where` (an array eagerly too, which plain
-    # `jax.jit` runs unrolled): the loop runs unrolled, as under `jax.jit`, and says why
+    # `jax.jit` runs unrolled): the loop runs unrolled, as under `jax.jit`, and says why;
+    # unrolled, each `if` follows `p` exactly: a run that keeps it within int32 gives
+    # it, and one that takes it past int32 (eagerly the Python int 2**40) fails
+    assert doubled_where_positive(10.0)[1] == 2**40
     with pytest.warns(UserWarning, match=r"`p` is a Python int that a traced branch"):
-        jax.jit(autograph.convert(doubled_where_positive))(jnp.float32(10.0))
+        jf = jax.jit(autograph.convert(doubled_where_positive))
+        assert int(jf(jnp.float32(2.0))[1]) == doubled_where_positive(2.0)[1] == 2**20
+    with pytest.raises(Exception, match="would outgrow int32"):
+        jax.block_until_ready(jf(jnp.float32(10.0)))
     import warnings
 
     with warnings.catch_warnings():

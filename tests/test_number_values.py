@@ -380,3 +380,73 @@ def test_a_number_a_staged_if_made_that_a_loop_would_narrow_is_refused():
     msg = str(info.value)
     assert "variable: k" in msg and "int8 cannot hold 300" in msg
     assert f"test_number_values.py:{_line(hull_then_int8_loop, 'while j < m')}" in msg
+
+
+# -- a Python int computed from one a staged `if` made a tracer --------------------
+# `h * 1000` of such an `h` is a Python int eagerly too: its range is followed through
+# the branch, so a later `if` keeps it exact, or refuses where int32 cannot hold it.
+
+
+def thousandfold(x):
+    h = 1
+    if x > 0:
+        h = h * 1000
+    if x > 1:
+        h = h * 1000
+    if x > 2:
+        h = h * 1000 + 7
+    return h
+
+
+def thousandfold_again(x):
+    h = thousandfold(x)
+    if x > 3:
+        h = h * 1000
+    return h % 1009
+
+
+def test_an_int_computed_from_a_branch_made_int_stays_exact():
+    jf = jax.jit(autograph.convert(thousandfold))
+    for x in (-1.0, 0.5, 1.5, 2.5):  # 1, 1000, 10**6, 10**9 + 7: int32 holds each
+        assert int(jf(jnp.float32(x))) == thousandfold(x)
+
+
+def test_an_int_computed_from_a_branch_made_int_fails_where_it_passes_int32():
+    # each run whose ints fit gives them exactly; the run that passes int32 fails as it
+    # runs, naming the variable and the `if` (eagerly 10**12 + 7000, exact)
+    jf = jax.jit(autograph.convert(thousandfold_again))
+    for x in (0.5, 2.5):
+        assert int(jf(jnp.float32(x))) == thousandfold_again(x)
+    with pytest.raises(Exception, match="would outgrow int32") as info:
+        jax.block_until_ready(jf(jnp.float32(3.5)))
+    msg = str(info.value)
+    assert "variable: h" in msg and "1,000,000,007,000" in msg
+    assert f"test_number_values.py:{_line(thousandfold_again, 'if x > 3')}" in msg
+    with pytest.raises(BranchError, match="would outgrow int32"):
+        autograph.function(thousandfold_again)(jnp.float32(3.5))
+
+
+def test_an_int_computed_from_a_branch_made_int_with_64_bit_types():
+    with jax_internals.enable_x64(True):
+        jf = jax.jit(autograph.convert(thousandfold_again))
+        for x in (0.5, 2.5, 3.5):
+            assert int(jf(jnp.float32(x))) == thousandfold_again(x)
+
+
+def fivefold(v):
+    h = 1
+    for _ in range(20):
+        if jnp.any(v >= 0.0):
+            h = h * 5
+    return h % 1009
+
+
+def test_a_loop_of_branches_that_outgrows_int32_fails_as_it_runs_not_wrapped():
+    # the loop runs unrolled (it would pass int32 staged); each unrolled `if` follows `h`
+    jf = jax.jit(autograph.convert(fivefold))
+    never = np.array([-0.5, -1.0], np.float32)
+    assert int(_quietly(jf, jnp.asarray(never))) == fivefold(never) == 1
+    always = np.array([0.5, -1.0], np.float32)
+    assert fivefold(always) == 5**20 % 1009
+    with pytest.raises(Exception, match="`h` is a Python int when the function runs eagerly"):
+        jax.block_until_ready(_quietly(jf, jnp.asarray(always)))

@@ -27,6 +27,7 @@ from ..core.values import (
     UndefinedReturn,
     branch_guard,
     describe,
+    fail_at_run_time,
     flag_assigned,
     is_python_number,
     is_traced,
@@ -273,7 +274,7 @@ def _check_objects(snapshot):
 class _Branch:
     """One branch of a staged `if`: its function and what tracing it gave."""
 
-    __slots__ = ("fn", "is_true", "record", "jaxpr", "raised", "kept", "updated")
+    __slots__ = ("fn", "is_true", "record", "jaxpr", "raised", "kept", "updated", "derived")
 
     def __init__(self, fn, is_true: bool):
         self.fn, self.is_true = fn, is_true
@@ -283,6 +284,7 @@ class _Branch:
         self.raised: Exception | None = None  # a user exception (a `raise`) met tracing it
         self.kept: set[tuple] = set()  # lists and dicts it updates in place (see `_run`)
         self.updated: set[tuple] = set()  # those of them it changes
+        self.derived = False  # it computes Python ints from those it closes over
 
     def taken(self, pred):
         """Where this branch runs: ``pred``, or its negation for the false branch."""
@@ -308,6 +310,9 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
         try:
             with staging(), taken_when(branch.taken(pred)):
                 branch.jaxpr = make_jaxpr(run)
+            # `h * 5` of a Python int an earlier staged `if` made a tracer: a Python
+            # int eagerly too, which the merge below keeps exact (or refuses)
+            branch.derived = intervals.note_derived_ints(branch.jaxpr, branch.record.arrays())
         except Exception as e:
             if not _deferrable(e):
                 raise
@@ -341,7 +346,8 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
         f_rec = _Record(flag_assigned(flagged, false.record.values))
     sig_t, sig_f = t_rec.signature(), f_rec.signature()
     jaxprs = (true.jaxpr, false.jaxpr)
-    if not flagged and _same(sig_t, sig_f):
+    derived = true.derived is not None or false.derived is not None
+    if not flagged and _same(sig_t, sig_f) and not derived:
         run_true, run_false = _replay(true.jaxpr), _replay(false.jaxpr)
         with staging():
             arrays = _select(pred, jaxprs, run_true, run_false)
@@ -374,6 +380,8 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
     flags = arrays[len(arrays) - len(born):]
     out = list(_rebuild(spec, arrays[:len(arrays) - len(born)]))
     _note_python_numbers(out, t_rec.values, f_rec.values)
+    if derived:
+        _check_derived_ints(pred, true, false, names)
     for j, flag in zip(born, flags):
         vt, vf = t_rec.values[j], f_rec.values[j]
         value = out[j]
@@ -398,6 +406,73 @@ def _note_python_numbers(out, true_values, false_values) -> None:
                          and intervals.python_int(b) is not None)
                 intervals.note_python_number(value, (min(ia[0], ib[0]), max(ia[1], ib[1])),
                                              exact)
+
+
+def _owner(record: _Record, names, index: int) -> str:
+    """The name of the variable whose leaf is ``record.arrays()[index]``."""
+    seen = 0
+    for name, (_, leaves) in zip(names, record.flat):
+        for leaf in leaves:
+            if st.is_array(leaf):
+                if seen == index:
+                    return name
+                seen += 1
+    return "?"
+
+
+def _check_derived_ints(pred, true: _Branch, false: _Branch, names) -> None:
+    """A Python int a branch computes from one an earlier staged `if` made a tracer
+    (``h = h * 5``; see ``intervals.note_derived_ints``) may pass int32, where
+    eagerly it stays exact: the program fails as it runs where the branch that ran
+    made it do so (its value computed alongside in float32), naming it. A branch
+    whose value cannot be computed so is refused here, while tracing."""
+    bad = []
+    for branch in (true, false):
+        over = None
+        for d in branch.derived or ():
+            assert branch.record is not None
+            name = _owner(branch.record, names, d.index)
+            value = None
+            if d.shadow is not None:
+                try:
+                    value = d.shadow()
+                except Exception:  # noqa: BLE001 - an operation with no float meaning
+                    value = None
+            if value is None:
+                raise errors.BranchError(
+                    "a Python number must keep its value through an array-dependent `if`",
+                    observed=f"{_q(name)} is a Python int on one branch that may be "
+                             f"{d.interval[1] if d.interval[1] > 0 else d.interval[0]}, "
+                             f"which int32 does not hold; staged, it would wrap around",
+                    variable=_q(name).strip("`"),
+                    fix=f"make {_q(name)} a float, or enable 64-bit types "
+                        f"(`jax.config.update('jax_enable_x64', True)`)")
+            info = np.iinfo(np.int32)
+            wraps = (value < float(info.min)) | (value > float(info.max))
+            if over is None:
+                over = (wraps, name, d.interval)
+            else:
+                over = (over[0] | wraps, over[1], over[2])
+        bad.append(over)
+    found = [b for b in bad if b is not None]
+    if not found:
+        return
+    _, name, interval = found[0]
+    t = bad[0][0] if bad[0] is not None else False
+    f = bad[1][0] if bad[1] is not None else False
+    reach = interval[1] if interval[1] > 0 else interval[0]
+    error = errors.BranchError(
+        "a Python int would outgrow int32 through an array-dependent `if`",
+        observed=f"{_q(name)} is a Python int when the function runs eagerly (a Python "
+                 f"`if`), which the branch that ran made larger than int32 holds (it may "
+                 f"reach {intervals.describe(reach)}); staged, it is int32, which wraps "
+                 f"around",
+        variable=_q(name).strip("`"),
+        fix="compute it as a float (`1.0` rather than `1`), reduce it as you go "
+            "(`h = (h * 31 + i) % m`), or enable 64-bit types "
+            "(`jax.config.update('jax_enable_x64', True)`)")
+    with staging():
+        fail_at_run_time(jnp.logical_not(jnp.where(pred, t, f)), error)
 
 
 def _refuse_one_sided_update(true: _Branch, false: _Branch, names) -> None:
@@ -642,10 +717,13 @@ def _leaf_spec(name, a, b) -> LeafSpec:
         try:
             dtype, weak = st.promote(sa, sb)
         except st.NumberOverflow as e:
+            exact = any(is_python_number(v) and v == e.number for v in (a, b))
             raise errors.BranchError(
                 "a Python number must keep its value through an array-dependent `if`",
-                observed=f"{_q(name)} is the Python int {e.number} on one branch, which no "
-                         f"integer dtype holds while 64-bit types are off",
+                observed=(f"{_q(name)} is the Python int {e.number} on one branch"
+                          if exact else
+                          f"{_q(name)} is a Python int on one branch that may be {e.number}")
+                         + ", which no integer dtype holds while 64-bit types are off",
                 variable=_q(name).strip("`"),
                 fix=f"make {_q(name)} a float, or enable 64-bit types "
                     f"(`jax.config.update('jax_enable_x64', True)`)") from e

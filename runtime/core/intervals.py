@@ -118,6 +118,98 @@ def python_int(value) -> tuple[int, int] | None:
     return None
 
 
+class Derived(NamedTuple):
+    """An output of a traced branch that is a Python int eagerly (see
+    :func:`note_derived_ints`) whose range passes its dtype's limits."""
+
+    index: int  # among the branch's outputs
+    interval: tuple[int, int]  # as integer arithmetic gives it
+    shadow: Callable[[], Any] | None  # its value in float32, from the branch's inputs
+
+
+def note_derived_ints(closed, outputs) -> list[Derived] | None:
+    """Notes which of ``outputs`` (the tracers ``closed``, a traced branch, returns)
+    are Python ints eagerly: those it computes from the Python ints it closes over
+    (tracers noted by :func:`note_python_int`) and literals alone (``h * 5``), each
+    with the interval integer arithmetic gives, kept within its dtype's limits.
+
+    Returns None where none is, else those whose interval passes the limits: staged,
+    they would wrap around where eagerly they are exact.
+    """
+    consts = [python_int(c) for c in closed.consts]
+    if all(c is None for c in consts):
+        return None
+    jaxpr = closed.jaxpr
+    found = _run(jaxpr, consts, [None] * len(jaxpr.invars))
+    beyond: list[Derived] = []
+    for j, (value, interval, var) in enumerate(zip(outputs, found, jaxpr.outvars)):
+        if (interval is None or not _is_int(var.aval) or var.aval.dtype == np.bool_
+                or not getattr(value, "weak_type", False) or python_number(value) is not None):
+            continue
+        lo, hi = _limits(var.aval)
+        a, b = int(interval[0]), int(interval[1])
+        if a < lo or b > hi:
+            beyond.append(Derived(j, (a, b), _shadow(closed, var)))
+        note_python_int(value, (min(max(a, lo), hi), max(min(b, hi), lo)))
+    return beyond
+
+
+# primitives whose float32 counterpart follows an integer's magnitude (see `_shadow`)
+_SHADOWED = {"add", "sub", "mul", "neg", "abs", "max", "min", "sign", "square",
+             "integer_pow", "select_n", "convert_element_type", "lt", "le", "gt", "ge",
+             "eq", "ne", "not", "and", "or", "div", "rem"}
+
+
+def _shadow(closed, var) -> Callable[[], Any] | None:
+    """A function computing ``var`` of ``closed`` (an int) in float32, from the values
+    the branch closes over: its magnitude tells where the exact int passes int32
+    (within float32's rounding, 2**-24 of it). None where an operation on the way
+    has no float counterpart here."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    jaxpr = closed.jaxpr
+    eqns = _needed(jaxpr.eqns, [var])
+    if any(e.primitive.name not in _SHADOWED for e in eqns):
+        return None
+    if any(v in jaxpr.invars for e in eqns for v in e.invars):
+        return None
+
+    def as_float(x):
+        dtype = getattr(x, "dtype", None)
+        if dtype is not None and np.dtype(dtype) == np.bool_:
+            return x
+        return jnp.asarray(x, jnp.float32)
+
+    def run():
+        env = {v: as_float(c) for v, c in zip(jaxpr.constvars, closed.consts)}
+
+        def read(v):
+            return as_float(v.val) if type(v).__name__ == "Literal" else env[v]
+
+        for e in eqns:
+            args = [read(v) for v in e.invars]
+            name = e.primitive.name
+            if name == "convert_element_type":
+                out = args[0]
+            elif name == "integer_pow":
+                out = args[0] ** e.params["y"]
+            elif name == "square":
+                out = args[0] * args[0]
+            elif name == "div":  # integer division rounds toward zero
+                out = jnp.trunc(args[0] / args[1])
+            elif name == "rem":
+                out = jnp.fmod(args[0], args[1])
+            elif name == "select_n":
+                out = lax.select_n(args[0], *args[1:])
+            else:
+                out = e.primitive.bind(*args, **e.params)
+            env[e.outvars[0]] = out
+        return read(var)
+
+    return run
+
+
 def python_number(value) -> tuple | None:
     """The range of what ``value`` is eagerly where that is a Python int or float: the
     number itself, or a tracer noted by :func:`note_python_number`; else None."""
