@@ -126,9 +126,22 @@ class TracedRange(TracedSeq):
 
     def __init__(self, start, stop, step):
         self.start, self.stop, self.step = start, stop, step
-        toward = 1 if step > 0 else -1
-        length = jnp.maximum((jnp.asarray(stop) - start + step - toward) // step, 0)
-        super().__init__(length, lambda k: st.convert(start + k * step, np.int32, True))
+        # Python's `range` counts in Python ints: here in int32 (int64 with 64-bit
+        # types on), whatever the bounds' own dtype (`range(uint8(250), uint8(5))` is
+        # empty, where uint8 arithmetic would wrap around)
+        index = jax.dtypes.canonicalize_dtype(np.int64)
+        unsigned = jax.dtypes.canonicalize_dtype(np.uint64)
+        # (a Python int bound stays one: a literal of the staged body, whose values
+        # the checks of its ints follow)
+        first, last = (b if type(b) is int else jnp.asarray(b).astype(index)
+                       for b in (start, stop))
+        low, high = (first, last) if step > 0 else (last, first)
+        # the span, exact in the unsigned dtype however far apart the bounds lie
+        span = (jnp.asarray(high, index).astype(unsigned)
+                - jnp.asarray(low, index).astype(unsigned))
+        count = jnp.where(high > low, (span - 1) // abs(step) + 1, 0).astype(index)
+        super().__init__(count, lambda k: st.convert(first + jnp.asarray(k, index) * step, index,
+                                                     True))
 
 
 def _dynamic_element(seq, k):

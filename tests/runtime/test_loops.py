@@ -336,6 +336,38 @@ def test_range_of_python_ints_is_pythons_range():
     assert type(range_(5)) is range
 
 
+def _count_and_last(args, step):
+    def body(i, count, last):
+        return count + 1, i
+    return for_stmt(range_(*args, step), body, (0, 0), names=("count", "last"))
+
+
+@pytest.mark.parametrize("bounds, step", [
+    ((np.uint8(250), np.uint8(5)), 1),  # empty: uint8 arithmetic would wrap around
+    ((np.uint8(5), np.uint8(0)), -1),
+    ((np.int16(-32000), np.int16(32000)), 1),
+    ((np.int8(0), np.int8(127)), 50),
+    ((np.int32(-2**31 + 5), np.int32(2**31 - 5)), 2**30),  # a span past int32
+    ((np.int32(2**31 - 5), np.int32(-2**31 + 5)), -2**30),
+], ids=["uint8-empty", "uint8-down", "int16", "int8-step", "int32-span", "int32-span-down"])
+def test_a_traced_range_counts_as_python_does_whatever_the_bounds_dtype(bounds, step):
+    want = list(range(*(int(b) for b in bounds), step))
+    count, last = jax.jit(lambda a, b: _count_and_last((a, b), step))(
+        *(jnp.asarray(b) for b in bounds))
+    assert int(count) == len(want)
+    assert int(last) == (want[-1] if want else 0)
+
+
+def test_a_traced_range_counts_in_int64_with_64_bit_types():
+    from autograph import jax_internals
+    with jax_internals.enable_x64(True):
+        for bounds, step in [((2**40, 2**40 + 3), 1), ((0, 2**35), 2**33)]:
+            want = list(range(*bounds, step))
+            count, last = jax.jit(lambda a, b, step=step: _count_and_last((a, b), step))(
+                *(jnp.int64(b) for b in bounds))
+            assert (int(count), int(last)) == (len(want), want[-1])
+
+
 # ---------------------------------------------------------------------------
 # for_stmt staged
 
