@@ -450,3 +450,39 @@ def test_a_loop_of_branches_that_outgrows_int32_fails_as_it_runs_not_wrapped():
     assert fivefold(always) == 5**20 % 1009
     with pytest.raises(Exception, match="`h` is a Python int when the function runs eagerly"):
         jax.block_until_ready(_quietly(jf, jnp.asarray(always)))
+
+
+# -- uint32 and Python ints beyond int32 ------------------------------------------
+
+
+def minus_one_or_uint32(x):
+    if x > 5:
+        y = x
+    else:
+        y = -1
+    return y
+
+
+def big_or_uint32(x):
+    if x > 0:
+        y = x
+    else:
+        y = 3_000_000_000
+    return y
+
+
+def test_no_dtype_holds_uint32_and_a_negative_number_without_64_bit_types():
+    # int32 would wrap 4e9 around; int64 holds both only with 64-bit types on
+    with pytest.raises(BranchError, match="together with uint32's values") as info:
+        jax.jit(autograph.convert(minus_one_or_uint32))(jnp.uint32(4_000_000_000))
+    assert "variable: y" in str(info.value)
+    with jax_internals.enable_x64(True):
+        jf = jax.jit(autograph.convert(minus_one_or_uint32))
+        for x in (4_000_000_000, 3):
+            _same(jf(jnp.uint32(x)), minus_one_or_uint32(np.uint32(x)), jnp.int64)
+
+
+def test_a_python_int_past_int32_that_uint32_holds():
+    jf = jax.jit(autograph.convert(big_or_uint32))
+    for x in (0, 7):
+        _same(jf(jnp.uint32(x)), big_or_uint32(np.uint32(x)), jnp.uint32)

@@ -718,12 +718,15 @@ def _leaf_spec(name, a, b) -> LeafSpec:
             dtype, weak = st.promote(sa, sb)
         except st.NumberOverflow as e:
             exact = any(is_python_number(v) and v == e.number for v in (a, b))
+            together = (f" together with {e.dtype.name}'s values" if e.dtype.kind in "iu"
+                        and -2**31 <= e.number < 2**31 else "")
             raise errors.BranchError(
                 "a Python number must keep its value through an array-dependent `if`",
                 observed=(f"{_q(name)} is the Python int {e.number} on one branch"
                           if exact else
                           f"{_q(name)} is a Python int on one branch that may be {e.number}")
-                         + ", which no integer dtype holds while 64-bit types are off",
+                         + f", which no integer dtype holds{together} while 64-bit types "
+                           f"are off",
                 variable=_q(name).strip("`"),
                 fix=f"make {_q(name)} a float, or enable 64-bit types "
                     f"(`jax.config.update('jax_enable_x64', True)`)") from e
@@ -768,7 +771,7 @@ def _cast(values, spec: list[NameSpec]):
         _, leaves = st.flatten(value)
         for leaf, s in zip(leaves, leaf_specs):
             if isinstance(s, st.Aval):
-                out.append(st.convert(st.as_array(leaf), s.dtype, s.weak))
+                out.append(st.convert(st.as_array(leaf, s.dtype), s.dtype, s.weak))
     return out
 
 

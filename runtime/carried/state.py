@@ -75,9 +75,13 @@ def convert(x, dtype, weak: bool):
     return jax_internals.convert_element_type(x, dtype, weak)
 
 
-def as_array(leaf):
-    """A carryable leaf as a JAX array, keeping Python scalars weakly typed."""
+def as_array(leaf, dtype=None):
+    """A carryable leaf as a JAX array, keeping Python scalars weakly typed; a Python
+    number goes straight to ``dtype`` where given (``3_000_000_000`` to uint32, which
+    holds it where int32, its own dtype, does not)."""
     if is_python_number(leaf):
+        if dtype is not None and isinstance(dtype, np.dtype) and holds(dtype, leaf):
+            return jnp.asarray(leaf, dtype)
         return jnp.asarray(leaf)
     return leaf if isinstance(leaf, (jax.Array, jax.core.Tracer)) else jnp.asarray(leaf)
 
@@ -144,11 +148,20 @@ def _widened(dtype: np.dtype, number) -> np.dtype:
         kind = "i"
     for wider in _WIDER[kind]:
         candidate = np.dtype(jax.dtypes.canonicalize_dtype(jnp.promote_types(dtype, wider)))
-        if holds(candidate, number):
+        if holds(candidate, number) and _holds_dtype(candidate, dtype):
             return candidate
     if isinstance(number, int):
         raise NumberOverflow(number, dtype)
     return dtype  # a float past float32's range with 64-bit types off: JAX's inf
+
+
+def _holds_dtype(wide: np.dtype, narrow: np.dtype) -> bool:
+    """Whether every value of the integer dtype ``narrow`` is one of ``wide`` (uint32's are
+    not int32's: with 64-bit types off, no integer dtype holds them and -1)."""
+    if narrow.kind not in "iu" or wide.kind not in "iu":
+        return True
+    a, b = np.iinfo(narrow), np.iinfo(wide)
+    return b.min <= a.min and a.max <= b.max
 
 
 class NumberOverflow(OverflowError):
@@ -156,7 +169,7 @@ class NumberOverflow(OverflowError):
 
     def __init__(self, number: int, dtype: np.dtype):
         super().__init__(f"Python int {number} too large to convert to {dtype.name}")
-        self.number = number
+        self.number, self.dtype = number, dtype
 
 
 def float_key(value: float | complex) -> tuple:
