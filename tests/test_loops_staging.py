@@ -500,3 +500,34 @@ def test_python_floats_of_the_index_are_computed_as_python_computes_them(fn, arg
     assert "scan" in primitives(jax.make_jaxpr(autograph.convert(fn))(*args))
     got = jax.jit(autograph.convert(fn))(*args)
     np.testing.assert_array_equal(got, fn(*args))  # the eager run, to the last bit
+
+
+def millions(n):
+    s = 0
+    i = 0
+    while i < n:
+        s += 1_000_000
+        i += 1
+    return s
+
+
+def triangle(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+
+
+@pytest.mark.parametrize("fn, fits, passes", [
+    (millions, 2147, 2148),  # 2,147,000,000 fits int32; 2,148,000,000 does not
+    (triangle, 65536, 65537),  # the sum of 0..65535 fits; one more step does not
+], ids=["counter", "sum of the index"])
+def test_a_python_int_that_leaves_int32_after_many_steps_fails_where_it_does(fn, fits, passes):
+    # past the steps followed exactly, a counter or a sum of the index is extrapolated:
+    # the run that goes that far fails as it runs, the one a step shorter is exact
+    staged = jax.jit(autograph.convert(fn))
+    assert int(staged(jnp.int32(fits))) == fn(fits)
+    assert int(staged(jnp.int32(7))) == fn(7)
+    with pytest.raises(Exception, match=r"outgrow int32") as e:
+        jax.block_until_ready(staged(jnp.int32(passes)))
+    assert "variable: s" in str(e.value)

@@ -658,7 +658,7 @@ class Followed(NamedTuple):
 
 def follow(closed, carry_init: list, n_carry: int, first_index: int,
            extra: list[Interval], steps: int, python_only: bool = False,
-           branches: bool = True) -> Followed:
+           branches: bool = True, beyond: bool = False) -> Followed:
     """Follows a loop's carried integers step by step, exactly.
 
     The loop is followed from ``carry_init``, with the step index
@@ -694,6 +694,11 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
         The hull cannot tell a converted `if` (a Python `if` eagerly) from the
         user's own ``jnp.where`` or ``lax.cond``, which make arrays eagerly too:
         what a found overflow then means is the caller's to decide.
+      beyond: the loop may run longer than ``steps`` (its trip count is known
+        only when it runs): an integer that follows a polynomial of degree at
+        most 2 over the steps followed (a counter ``s += c``, a sum of the
+        index ``s += i``) is extrapolated, and the step where it would leave
+        its dtype is the overflow found (``Followed.steps``).
     """
     jaxpr = closed.jaxpr
     state = [known(v) if _is_int(o.aval) else None
@@ -707,6 +712,7 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
     consts = [known(c) for c in closed.consts]
     run = steps if steps <= FOLLOW_LIMIT else min(steps, STEPS)
     lost = False  # every carried integer stopped being followed
+    history: dict[int, list[int]] = {}  # the last exact values of the Python ints
     for t in range(run):
         if all(s is None for s in state):
             lost = True
@@ -722,6 +728,23 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
             lo, hi = _limits(var.aval)
             if not lo <= value[0] <= hi:
                 return Followed((i, value[0]), {}, t + 1, dtype=var.aval.dtype.name)
+            if beyond:
+                seen = history.setdefault(i, [])
+                seen.append(int(value[0]))
+                del seen[:-_EXTRAPOLATED]
+    if beyond:
+        first = None  # (steps, position, value) of the first to leave its dtype
+        for i, seen in history.items():
+            if state[i] is None or len(seen) < _EXTRAPOLATED:
+                continue
+            more = _steps_to_leave(seen, _limits(jaxpr.outvars[i].aval))
+            # (a step count past int32 is no count a staged loop keeps)
+            if more is not None and run + more < 2**31 - 1 and (
+                    first is None or run + more < first[0]):
+                first = (run + more, i, _polynomial(seen, more))
+        if first is not None:
+            t, i, value = first
+            return Followed((i, value), {}, t, dtype=jaxpr.outvars[i].aval.dtype.name)
     if branched and branches:
         found = _follow_branches(closed, carry_init, n_carry, first_index, min(steps, STEPS))
         if found is not None:
@@ -731,6 +754,49 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
     finals = {i: int(s[0]) for i, (s, v) in enumerate(zip(state, carry_init))
               if s is not None and type(v) is int}
     return Followed(None, finals)
+
+
+_EXTRAPOLATED = 8  # last values a polynomial must fit to be extrapolated
+_FARTHEST = 1 << 62  # steps looked ahead
+
+
+def _polynomial(seen: list[int], j: int) -> int:
+    """The value ``j`` steps after the last of ``seen``, whose second differences are
+    constant."""
+    d1 = seen[-1] - seen[-2]
+    d2 = seen[-1] - 2 * seen[-2] + seen[-3]
+    return seen[-1] + j * d1 + j * (j + 1) // 2 * d2
+
+
+def _steps_to_leave(seen: list[int], limits: tuple[int, int]) -> int | None:
+    """The least ``j >= 1`` whose value ``j`` steps on (see :func:`_polynomial`) lies
+    outside ``limits``; None where ``seen`` is no polynomial of degree at most 2, or
+    stays inside."""
+    second = {seen[k] - 2 * seen[k - 1] + seen[k - 2] for k in range(2, len(seen))}
+    if len(second) != 1:
+        return None
+    lo, hi = limits
+
+    def out(j: int) -> bool:
+        v = _polynomial(seen, j)
+        return not lo <= v <= hi
+
+    # the values are monotone on each side of the vertex: search each side for the
+    # first step out
+    d1, d2 = seen[-1] - seen[-2], second.pop()
+    turn = 1
+    if d2 != 0:  # j + 1/2 + d1/d2 = 0 at the vertex
+        turn = min(max(1, int(-d1 / d2)), _FARTHEST)
+    for a, b in ((1, turn), (turn, _FARTHEST)):
+        if a > b or not out(b) and not out(a):
+            continue
+        if out(a):
+            return a
+        while b - a > 1:  # out(b), not out(a)
+            m = (a + b) // 2
+            a, b = (a, m) if out(m) else (m, b)
+        return b
+    return None
 
 
 def _follow_branches(closed, carry_init: list, n_carry: int, first_index: int,

@@ -456,7 +456,8 @@ def _staged_while_defined(test, body, state, names, plan: Plan,
         # exactly followed only: a traced branch may be the user's `jnp.where`, which
         # makes an array eagerly too
         followed = intervals.follow(closed, carry.starts, len(carry.arrays), 0, [],
-                                    intervals.STEPS, python_only=True, branches=False)
+                                    intervals.STEPS, python_only=True, branches=False,
+                                    beyond=True)
         if followed.overflow is not None:
             raise Outgrows(followed, carry)
 

@@ -415,3 +415,21 @@ def test_python_mismatch_of_a_clamped_index():
     assert 10 * m < 2 ** 31 - 1 < 15 * m
     closed = _closed(lambda s, i: (s + lax.clamp(0, i, 10) * m,), 0, 0)
     assert python_mismatch(closed, 1, (15, 20), []) is None
+
+
+@pytest.mark.parametrize("seen, limits, want", [
+    ([10 * k for k in range(8)], (-100, 100), 4),  # 70 + 10 j > 100 first at j = 4
+    ([-3 * k for k in range(8)], (-30, 30), 4),  # -21 - 3 j < -30 first at j = 4
+    ([k * (k - 1) // 2 for k in range(8)], (0, 50), 4),  # 21 + 7j + j(j+1)/2 > 50: j = 4
+    ([5] * 8, (-10, 10), None),  # constant
+    ([k * k * k for k in range(8)], (0, 10**6), None),  # not of degree 2
+    ([100 - k * k for k in range(8)], (-10**3, 10**3), 27),  # 100 - 34**2 < -1000
+    ([(k - 6) ** 2 for k in range(8)], (0, 50), 7),  # down to 0, then up: 8**2 > 50
+])
+def test_steps_to_leave_extrapolates_polynomials_of_degree_two(seen, limits, want):
+    got = intervals._steps_to_leave(seen, limits)
+    assert got == want
+    if want is not None:  # the first step out: the one before it is inside
+        lo, hi = limits
+        assert not lo <= intervals._polynomial(seen, want) <= hi
+        assert lo <= intervals._polynomial(seen, want - 1) <= hi or want == 1
