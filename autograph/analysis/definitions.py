@@ -2,7 +2,9 @@
 
 A forward pass over one function: parameters are bound at entry; a statement
 adds the names it rebinds; branches join by union; a loop body may run zero
-or more times. ``Anno.DEFINED_IN`` on `if` and loop statements lets
+or more times. The names an `if` test or a `for` iterable binds with `:=`
+count as bound when the `if` or `for` starts: its converted form evaluates
+them before it takes its inputs. ``Anno.DEFINED_IN`` on `if` and loop statements lets
 converters pass ``ag__.Undefined('y')`` for a name no path has bound yet,
 instead of reading an unbound local.
 """
@@ -23,10 +25,15 @@ def block(stmts, defined: frozenset) -> frozenset:
 
 
 def statement(node, defined: frozenset) -> frozenset:
+    # the header of an `if` or `for` (its test, its iterable) runs before the converted
+    # block takes its inputs: a name it binds with `:=` is bound by then
+    if isinstance(node, gast.If):
+        defined = defined | activity.expression_scope(node.test).kills
+    elif isinstance(node, gast.For):
+        defined = defined | activity.expression_scope(node.iter).kills
     anno.set(node, Anno.DEFINED_IN, defined)
     if isinstance(node, gast.If):
-        d = defined | activity.expression_scope(node.test).kills
-        return block(node.body, d) | block(node.orelse, d)
+        return block(node.body, defined) | block(node.orelse, defined)
     if isinstance(node, (gast.While, gast.For)):
         d = defined
         if isinstance(node, gast.For):
@@ -37,6 +44,7 @@ def statement(node, defined: frozenset) -> frozenset:
     if isinstance(node, gast.With):
         d = defined
         for item in node.items:
+            d = d | activity.expression_scope(item.context_expr).kills
             d = d | activity.expression_scope(item.optional_vars).kills
         return block(node.body, d)
     if isinstance(node, gast.Try):

@@ -43,6 +43,7 @@ ambiguous), three-argument ``pow`` of traced integers.
 from __future__ import annotations
 
 import builtins
+import dis
 import functools
 import operator
 from typing import Any, Callable
@@ -658,6 +659,7 @@ def _any_all(iterable, stop_at: bool):
     so_far: Any = not stop_at  # the result of the items seen, where it is still open
     while True:
         if is_traced(so_far):  # the next item is drawn only where the result is open
+            _refuse_binding_generator(iterable, name)
             with taken_when(jnp.logical_not(so_far) if stop_at else so_far):
                 item = next(it, _END)
         else:
@@ -670,6 +672,26 @@ def _any_all(iterable, stop_at: bool):
                 return stop_at
             continue
         so_far = _or(so_far, truth) if stop_at else _and(so_far, truth)
+
+
+def _refuse_binding_generator(iterable, name: str) -> None:
+    """A generator that binds a name of the function around it (``(m := v) > 2 for v in
+    xs``) leaves there the item Python stopped at: where that is known only when the
+    program runs, drawing the items after it would bind the name to the last one."""
+    code = getattr(iterable, "gi_code", None)
+    if code is None:
+        return
+    bound = sorted({i.argval for i in dis.get_instructions(code) if i.opname == "STORE_DEREF"
+                    and i.argval in code.co_freevars})
+    if bound:
+        raise errors.ConditionError(
+            f"a generator given to {name} cannot bind a name with `:=` where the item "
+            f"{name} stops at is known only when the program runs",
+            observed=f"the generator binds `{bound[0]}` as it runs; Python stops drawing at "
+                     f"the first item that decides, and that item depends on traced values",
+            variable=bound[0],
+            fix=f"compute `{bound[0]}` with `jnp.argmax` over a boolean array (the first "
+                f"item that decides), or loop over the items with a `for` and `break`")
 
 
 # ---------------------------------------------------------------------------

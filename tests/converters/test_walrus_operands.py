@@ -197,3 +197,67 @@ def _halvings(x):
         x = y
         n += 1
     return n
+
+
+# ---------------------------------------------------------------------------
+# `:=` in the header of an `if` or `for`: bound before the block takes its inputs
+
+
+def rebinds_the_test_name(x):
+    if (y := x * 2) > 1:
+        y = y + 1
+    return y
+
+
+def rebinds_the_iterable_name(xs):
+    for v in (ys := xs * 2):
+        ys = ys + v
+    return ys
+
+
+def returns_the_test_name(x):
+    if (y := x) > 0:
+        return y
+    return y * 2
+
+
+def binds_in_an_elif(x):
+    if x > 3:
+        z = 0.0
+    elif (y := x * 3) > 1:
+        z = y
+    else:
+        z = -x
+    return z
+
+
+def test_a_name_an_if_test_binds_is_bound_in_its_branches():
+    # in Python (values as given, no tracing) and staged alike
+    check_equivalent(rebinds_the_test_name, (F32(2.0),), (F32(0.2),))
+    check_equivalent(returns_the_test_name, (F32(-2.0),), (F32(3.0),))
+    check_equivalent(binds_in_an_elif, (F32(4.0),), (F32(1.0),), (F32(0.1),))
+    assert autograph.convert(rebinds_the_test_name)(2.0) == 5.0  # plain Python floats
+
+
+def test_a_name_a_for_iterable_binds_is_bound_in_the_body():
+    check_equivalent(rebinds_the_iterable_name, (np.arange(3.0, dtype=F32),))
+
+
+def first_large(xs):
+    if any((q := v) > 2 for v in xs):
+        q = q + 1
+    else:
+        q = 0.0
+    return q
+
+
+def test_a_binding_generator_that_stops_at_a_traced_item_is_refused():
+    # Python stops at the first item over 2 (q = 3.0); drawing every item would leave
+    # the last one in `q`
+    xs = np.array([1.0, 3.0, 0.5], F32)
+    assert first_large(xs) == 4.0
+    assert autograph.convert(first_large)(xs) == 4.0  # a NumPy array: Python's own
+    with pytest.raises(autograph.ConditionError, match="cannot bind a name with `:=`") as e:
+        jax.jit(autograph.convert(first_large))(jnp.asarray(xs))
+    assert "variable: q" in str(e.value)
+    assert _file_line(first_large, "if any(") in str(e.value)
