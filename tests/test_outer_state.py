@@ -301,6 +301,56 @@ def test_aliases_and_nested_lists_a_scan_updates_see_its_updates(fn):
                                rtol=1e-6)
 
 
+def tied_weights(x):
+    emb = {"w": x}
+    params = {"enc": emb, "dec": emb}  # one dict in two places
+    if x > 0:
+        params["enc"]["w"] = params["enc"]["w"] * 2
+    params["dec"]["w"] = params["dec"]["w"] + 1
+    return params["enc"]["w"], params["dec"]["w"], emb["w"]
+
+
+def one_list_twice(x):
+    a = [x]
+    pair = [a, a]
+    if x > 0:
+        pair[0][0] = pair[0][0] * 2
+    pair[1][0] = pair[1][0] + 1
+    return pair[0][0], pair[1][0], float(pair[0] is pair[1])
+
+
+def one_list_twice_in_a_loop(xs):
+    a = [jnp.float32(0.0)]
+    pair = [a, a]
+    for x in xs:
+        if x > 3:
+            pair[0][0] = pair[0][0] + x
+        pair[1][0] = pair[1][0] + 1
+    return pair[0][0], pair[1][0]
+
+
+@pytest.mark.parametrize("fn", [tied_weights, one_list_twice])
+def test_one_container_in_two_places_stays_one_through_a_staged_if(fn):
+    # both places see the branch's update, and the update after it, on either branch
+    for x in (3.0, -3.0):
+        want = fn(np.float32(x))
+        got = jax.jit(autograph.convert(fn))(jnp.float32(x))
+        np.testing.assert_allclose(np.array(got, np.float32), np.array(want, np.float32))
+
+
+def test_one_container_in_two_places_through_a_loop_of_staged_ifs():
+    xs = np.arange(20, dtype=np.float32)
+    want = one_list_twice_in_a_loop(xs)
+    got = _quietly(jax.jit(autograph.convert(one_list_twice_in_a_loop)), jnp.asarray(xs))
+    np.testing.assert_allclose(np.array(got), np.array(want))
+
+
+def _quietly(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
 def read_through_a_closure(x):
     a = [x]
     b = a

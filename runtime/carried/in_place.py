@@ -115,11 +115,36 @@ def kept_paths(origin: dict[int, tuple[Path, Any]], out: Sequence[Any],
     all. With ``same_place``, only those handed back where they were given (a loop
     body: an object that moves would be another one after two iterations)."""
     pairs = set()
-    for key, (path, node) in nodes(out).items():
-        given = origin.get(key)
+    for path, node in _every_path(out):
+        given = origin.get(id(node))
         if given is not None and given[1] is node and (not same_place or given[0] == path):
             pairs.add((path, given[0]))
     return frozenset(pairs)
+
+
+def _every_path(values: Sequence[Any]) -> list[tuple[Path, Any]]:
+    """``(path, object)`` for each list and dict in ``values`` at each of its paths: one
+    held in two places (``{"enc": emb, "dec": emb}``) is kept at both, so that both come
+    out as the one object, as in Python."""
+    found: list[tuple[Path, Any]] = []
+    seen: set[int] = set()  # (a list that holds itself is walked into once)
+
+    def walk(x, path):
+        if not _walks_into(x):
+            return
+        if mutable_node(x):
+            found.append((path, x))
+            if id(x) in seen:
+                return
+            seen.add(id(x))
+        for k, child in _children(x):
+            walk(child, path + (k,))
+        if mutable_node(x):
+            seen.discard(id(x))
+
+    for i, v in enumerate(values):
+        walk(v, (i,))
+    return found
 
 
 def updated_paths(kept: Iterable[tuple], before: Sequence[Any], out: Sequence[Any]) -> Pairs:
