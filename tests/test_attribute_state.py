@@ -516,3 +516,39 @@ def test_an_if_with_an_output_no_branch_reads_carries_the_attribute():
     for x in (1.5, -2.0):
         got = jax.jit(autograph.convert(attribute_beside_an_output_no_branch_reads))(x)
         np.testing.assert_allclose(got, attribute_beside_an_output_no_branch_reads(x))
+
+
+# -- a pytree-node object held in a list or dict -----------------------------------
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class _Weights:
+    w: jax.Array
+
+
+def doubles_an_object_in_a_list(x):
+    params = [_Weights(x)]
+    if x > 0:
+        params[0].w = params[0].w * 2
+    return params[0].w
+
+
+def replaces_an_object_in_a_list(x):
+    params = [_Weights(x)]
+    if x > 0:
+        params[0] = dataclasses.replace(params[0], w=params[0].w * 2)
+    return params[0].w
+
+
+def test_an_attribute_of_a_node_in_a_list_assigned_in_a_staged_if_is_refused():
+    # staged, the list would come out holding a copy rebuilt from its leaves (the
+    # update lost), where Python's list holds the very object updated
+    assert doubles_an_object_in_a_list(3.0) == 6.0
+    with pytest.raises(autograph.BranchError, match="object held in a list") as e:
+        jax.jit(autograph.convert(doubles_an_object_in_a_list))(jnp.float32(3.0))
+    assert "variable: params[0].w" in str(e.value)
+    assert "dataclasses.replace" in str(e.value)
+    jf = jax.jit(autograph.convert(replaces_an_object_in_a_list))  # the fix it gives
+    for x in (3.0, -3.0):
+        assert float(jf(jnp.float32(x))) == replaces_an_object_in_a_list(x)

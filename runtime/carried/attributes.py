@@ -587,6 +587,18 @@ class Attributes:
         """Raises where the change of ``o``'s attribute ``key`` cannot be carried."""
         label = f"{o.label}.{key}"
         self._refuse_code_on_assignment(o, key)
+        if _is_node(o.obj) and _in_a_container(o.obj, self.values):
+            # the block hands on the list's or dict's contents rebuilt from their leaves:
+            # a copy of the object, where Python keeps the object itself
+            raise self.error(f"an attribute of an object held in a list, dict or tuple "
+                             f"cannot be assigned inside a staged {self.construct}",
+                             f"`{label}` is assigned, and a list, dict or tuple the "
+                             f"{self.construct} hands on holds that `{type(o.obj).__name__}` "
+                             f"(a pytree node); staged, the container would hold a copy "
+                             f"rebuilt from its leaves, not the object updated", label,
+                             f"replace the object in its container instead (e.g. "
+                             f"`params[0] = dataclasses.replace(params[0], "
+                             f"{key}=...)`)")
         if out is None:
             raise self.error(f"the test of a staged {self.construct} cannot assign an "
                              f"attribute",
@@ -642,6 +654,23 @@ class Attributes:
     def error(self, rule: str, observed: str, variable: str | None, fix: str):
         cls = self.construct.error
         return cls(rule, observed=observed, variable=variable, fix=fix)
+
+
+def _in_a_container(obj, values) -> bool:
+    """Whether a list, dict or tuple among ``values`` (or nested in them) holds ``obj``."""
+    stack, seen = [(v, False) for v in values], set()
+    while stack:
+        x, inside = stack.pop()
+        if x is obj and inside:
+            return True
+        if id(x) in seen:
+            continue
+        if isinstance(x, (list, tuple, dict)):
+            seen.add(id(x))
+            items = list.__iter__(x) if isinstance(x, list) else (
+                x.values() if isinstance(x, dict) else x)
+            stack.extend((c, True) for c in items)
+    return False
 
 
 def _zeros(typed):
