@@ -552,3 +552,24 @@ def test_an_attribute_of_a_node_in_a_list_assigned_in_a_staged_if_is_refused():
     jf = jax.jit(autograph.convert(replaces_an_object_in_a_list))  # the fix it gives
     for x in (3.0, -3.0):
         assert float(jf(jnp.float32(x))) == replaces_an_object_in_a_list(x)
+
+
+def doubles_a_namespace(x):
+    ns = types.SimpleNamespace(v=x)
+    if x > 0:
+        ns.v = ns.v * 2
+    return ns.v
+
+
+def halves_a_namespace_until(x, n):
+    ns = types.SimpleNamespace(v=x, k=0)
+    while ns.k < n:
+        ns.v = ns.v * 0.5
+        ns.k = ns.k + 1
+    return ns.v
+
+
+def test_a_simple_namespace_carries_its_attributes():
+    # its `__setattr__` (in C) only stores the value: nothing runs on assignment
+    check_equivalent(doubles_a_namespace, (np.float32(3.0),), (np.float32(-3.0),))
+    check_equivalent(halves_a_namespace_until, (np.float32(3.0), 0), (np.float32(3.0), 4))

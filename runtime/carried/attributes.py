@@ -685,11 +685,15 @@ def _current(o: _Owned, attr: str):
     return Undefined(f"{o.label}.{attr}") if value is MISSING else value
 
 
+# classes whose own `__setattr__` (written in C) only stores the value, as object's does
+_PLAIN_SETATTR = (types.SimpleNamespace,)
+
+
 def _code_on_assignment(t: type) -> tuple[str, str | None] | None:
     """What in class ``t`` runs when an attribute is assigned, in words, and the attribute
     it is for: a property with a setter, another data descriptor, ``__setattr__``."""
     for klass in t.__mro__[:-1]:
-        if "__setattr__" in klass.__dict__:
+        if "__setattr__" in klass.__dict__ and klass not in _PLAIN_SETATTR:
             return "`__setattr__`", None
         for name, member in klass.__dict__.items():
             if isinstance(member, (types.MemberDescriptorType, types.GetSetDescriptorType)):
