@@ -286,6 +286,22 @@ def test_a_traced_loop_that_reorders_a_dict_is_refused(fn, loop):
     assert "test_pytree_order.py:" in str(info.value)
 
 
+def decayed_with_tree_map(w, tol):
+    params = {"w": w, "b": jnp.zeros(())}  # not in sorted order
+    loss = jnp.sum(params["w"] ** 2)
+    while loss > tol:
+        params = jax.tree.map(lambda p: p * 0.9, params)  # gives the keys sorted: b, w
+        loss = jnp.sum(params["w"] ** 2)
+    return params
+
+
+def test_a_loop_that_sorts_a_dict_through_tree_map_says_so():
+    with pytest.raises(autograph.LoopStateError, match="must keep the order of its keys") as e:
+        jax.jit(autograph.convert(decayed_with_tree_map))(jnp.ones(2), 1.5)
+    assert "`jax.tree.map`" in str(e.value) and "in the order ['b', 'w'] to begin" in str(
+        e.value)
+
+
 def moved_to_the_end_in_a_long_loop(x):
     d = {"w": x, "b": x * 0}
     for i in range(20):

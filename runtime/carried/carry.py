@@ -127,7 +127,8 @@ class Carry:
                              f"body is traced once, with the keys in their order before the "
                              f"loop, and the order is not a value the loop carries",
                     variable=name,
-                    fix=f"keep the order of the keys in the loop (`{d}[k] = v` keeps the place "
+                    fix=key_order.sorted_hint(d, keys_in, keys_out) +
+                        f"keep the order of the keys in the loop (`{d}[k] = v` keeps the place "
                         f"of a key `{d}` has; `{d}.pop(k)` then `{d}[k] = v` moves it to the "
                         f"end), or rebuild `{d}` in the order you need after the loop")
             fixed_at = dict(fixed)

@@ -147,3 +147,19 @@ def tree_map(fn: Callable[..., Any], value: Any,
              is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """``jax.tree_util.tree_map(fn, value)`` with every dict's keys in ``value``'s order."""
     return jax.tree_util.tree_map(fn, ordered(value, is_leaf), is_leaf=is_leaf)
+
+
+def sorted_hint(name: str, keys_a, keys_b) -> str:
+    """Where one of two orders of a dict's keys is the sorted one (``jax.tree.map`` and
+    the libraries built on it, optax's updates among them, give a dict its keys in
+    sorted order), the first part of a fix saying so; else ''."""
+    a, b = list(keys_a), list(keys_b)
+    try:
+        ordered = sorted(a)
+    except TypeError:
+        return ""
+    if a == b or (b != ordered and a != ordered):
+        return ""
+    return (f"`jax.tree.map` (and the libraries built on it, such as optax) gives a dict "
+            f"its keys in sorted order: build `{name}` with its keys in the order "
+            f"{ordered} to begin with; or ")
