@@ -573,3 +573,25 @@ def test_a_simple_namespace_carries_its_attributes():
     # its `__setattr__` (in C) only stores the value: nothing runs on assignment
     check_equivalent(doubles_a_namespace, (np.float32(3.0),), (np.float32(-3.0),))
     check_equivalent(halves_a_namespace_until, (np.float32(3.0), 0), (np.float32(3.0), 4))
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class _Scaled:
+    a: jax.Array
+
+
+def returns_early_then_updates(x):
+    s = _Scaled(x)
+    if x > 1:
+        if x > 3:
+            return s
+    s.a = s.a * 10
+    return s
+
+
+def test_a_refused_return_of_an_object_updated_in_place_names_its_class():
+    with pytest.raises(autograph.BranchError) as e:
+        jax.jit(autograph.convert(returns_early_then_updates))(jnp.float32(5.0))
+    assert "_Same" not in str(e.value)
+    assert "the `_Scaled` object itself" in str(e.value)

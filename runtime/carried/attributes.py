@@ -91,10 +91,12 @@ class _Retrace(BaseException):
 class _Same:
     """Stands for an object handed through a block as itself: a static, hashable value."""
 
-    __slots__ = ("k",)
+    __slots__ = ("k", "stands_for")
 
-    def __init__(self, k: int):
+    def __init__(self, k: int, stands_for: str = "object"):
         self.k = k
+        # in messages (`values.describe`): the object updated in place, by its class
+        self.stands_for = f"the `{stands_for}` object itself, updated in place"
 
     def __eq__(self, other):
         return isinstance(other, _Same) and other.k == self.k
@@ -355,7 +357,7 @@ class Attributes:
     def _token(self, v):
         for k, obj in enumerate(self.same):
             if v is obj:
-                return _Same(k)
+                return _Same(k, type(obj).__name__)
         return v
 
     def _object(self, v):

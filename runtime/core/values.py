@@ -360,6 +360,9 @@ def describe(x) -> str:
     if isinstance(x, (list, tuple, dict)):
         kind = type(x).__name__
         return f"a {kind} of {len(x)}"
+    stands_for = getattr(x, "stands_for", None)  # a stand-in of the runtime's
+    if isinstance(stands_for, str):
+        return stands_for
     return f"a `{type(x).__name__}` object"
 
 
