@@ -284,7 +284,9 @@ class _Branch:
         self.raised: Exception | None = None  # a user exception (a `raise`) met tracing it
         self.kept: set[tuple] = set()  # lists and dicts it updates in place (see `_run`)
         self.updated: set[tuple] = set()  # those of them it changes
-        self.derived = False  # it computes Python ints from those it closes over
+        # the Python ints it computes from those it closes over that may pass their
+        # dtype's limits (``intervals.note_derived_ints``); None: it computes none
+        self.derived: list[intervals.Derived] | None = None
 
     def taken(self, pred):
         """Where this branch runs: ``pred``, or its negation for the false branch."""
@@ -312,6 +314,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
                 branch.jaxpr = make_jaxpr(run)
             # `h * 5` of a Python int an earlier staged `if` made a tracer: a Python
             # int eagerly too, which the merge below keeps exact (or refuses)
+            assert branch.record is not None
             branch.derived = intervals.note_derived_ints(branch.jaxpr, branch.record.arrays())
         except Exception as e:
             if not _deferrable(e):
@@ -431,7 +434,7 @@ def _check_derived_ints(pred, true: _Branch, false: _Branch, names) -> None:
         over = None
         for d in branch.derived or ():
             assert branch.record is not None
-            name = _owner(branch.record, names, d.index)
+            name = _owner(branch.record, names, d.position)
             value = None
             if d.shadow is not None:
                 try:

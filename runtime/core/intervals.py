@@ -122,7 +122,7 @@ class Derived(NamedTuple):
     """An output of a traced branch that is a Python int eagerly (see
     :func:`note_derived_ints`) whose range passes its dtype's limits."""
 
-    index: int  # among the branch's outputs
+    position: int  # among the branch's outputs
     interval: tuple[int, int]  # as integer arithmetic gives it
     shadow: Callable[[], Any] | None  # its value in float32, from the branch's inputs
 
@@ -136,7 +136,7 @@ def note_derived_ints(closed, outputs) -> list[Derived] | None:
     Returns None where none is, else those whose interval passes the limits: staged,
     they would wrap around where eagerly they are exact.
     """
-    consts = [python_int(c) for c in closed.consts]
+    consts: list[Interval] = [python_int(c) for c in closed.consts]
     if all(c is None for c in consts):
         return None
     jaxpr = closed.jaxpr
@@ -743,8 +743,8 @@ def follow(closed, carry_init: list, n_carry: int, first_index: int,
                     first is None or run + more < first[0]):
                 first = (run + more, i, _polynomial(seen, more))
         if first is not None:
-            t, i, value = first
-            return Followed((i, value), {}, t, dtype=jaxpr.outvars[i].aval.dtype.name)
+            t, i, reached = first
+            return Followed((i, reached), {}, t, dtype=jaxpr.outvars[i].aval.dtype.name)
     if branched and branches:
         found = _follow_branches(closed, carry_init, n_carry, first_index, min(steps, STEPS))
         if found is not None:
