@@ -122,6 +122,9 @@ def kept_paths(origin: dict[int, tuple[Path, Any]], out: Sequence[Any],
     return frozenset(pairs)
 
 
+_MOST_PATHS = 10_000  # places looked at: one list nested in itself many times has more
+
+
 def _every_path(values: Sequence[Any]) -> list[tuple[Path, Any]]:
     """``(path, object)`` for each list and dict in ``values`` at each of its paths: one
     held in two places (``{"enc": emb, "dec": emb}``) is kept at both, so that both come
@@ -130,8 +133,8 @@ def _every_path(values: Sequence[Any]) -> list[tuple[Path, Any]]:
     seen: set[int] = set()  # (a list that holds itself is walked into once)
 
     def walk(x, path):
-        if not _walks_into(x):
-            return
+        if not _walks_into(x) or len(found) > _MOST_PATHS:
+            return  # (past that many, a later place gets a copy, as it did before)
         if mutable_node(x):
             found.append((path, x))
             if id(x) in seen:
