@@ -140,7 +140,11 @@ def note_derived_ints(closed, outputs) -> list[Derived] | None:
     if all(c is None for c in consts):
         return None
     jaxpr = closed.jaxpr
-    found = _run(jaxpr, consts, [None] * len(jaxpr.invars))
+    ints = [v for v, value in zip(jaxpr.outvars, outputs)
+            if _is_int(v.aval) and getattr(value, "weak_type", False)]
+    if not ints:
+        return None
+    found = _run(jaxpr, consts, [None] * len(jaxpr.invars), eqns=_needed(jaxpr.eqns, ints))
     beyond: list[Derived] = []
     for j, (value, interval, var) in enumerate(zip(outputs, found, jaxpr.outvars)):
         if (interval is None or not _is_int(var.aval) or var.aval.dtype == np.bool_
