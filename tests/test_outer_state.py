@@ -746,3 +746,22 @@ def test_a_numpy_array_updated_in_place_by_a_long_loop_runs_as_python():
     # a NumPy array the body rebinds is carried like any array: still one scan
     jaxpr = jax.make_jaxpr(autograph.convert(numpy_array_rebound))(jnp.float32(1.0))
     assert "scan" in primitives(jaxpr)
+
+
+def draws_from_its_iterator_in_a_branch(xs, t):
+    it = iter(xs)
+    total = 0.0
+    for x in it:
+        if x > t:
+            total = total + 100 * next(it)  # eagerly, only where the branch is taken
+        total = total + x
+    return total
+
+
+def test_a_branch_that_draws_from_an_array_iterator_is_refused():
+    # both branches are traced, so `next(it)` would run on every step: the generator
+    # over the array yields at one place, and its variables show that it moved
+    assert draws_from_its_iterator_in_a_branch(np.arange(6.0), 100.0) == 15.0
+    with pytest.raises(autograph.BranchError, match="position of a `generator`"):
+        jax.jit(autograph.convert(draws_from_its_iterator_in_a_branch))(
+            jnp.arange(6.0), jnp.float32(100.0))

@@ -542,7 +542,11 @@ def _hidden_state(value, depth: int = 8):
         return ("seek", value.__reduce__()[-1])
     if isinstance(value, types.GeneratorType):
         frame = value.gi_frame
-        return ("gen", None if frame is None else frame.f_lasti)
+        if frame is None:
+            return ("gen", None)
+        # where it stopped, and what its variables hold: a generator that yields at one
+        # place each time (`(x for x in xs)`) moves only its variables
+        return ("gen", frame.f_lasti, _frame_values(frame, depth))
     if isinstance(value, random.Random):
         return ("random", value.getstate())
     if isinstance(value, np.random.RandomState):
@@ -581,6 +585,19 @@ class _Same:
 
     def __hash__(self) -> int:
         return id(self.obj)
+
+
+def _frame_values(frame, depth: int) -> tuple:
+    """A suspended generator's variables: numbers and strings by value, the iterators
+    it draws from by their own positions, anything else by identity."""
+    out: list[tuple] = []
+    for name, x in sorted(dict(frame.f_locals).items()):
+        if type(x) in _ATOMS:
+            out.append((name, type(x), repr(x)))
+            continue
+        hidden = _hidden_state(x, depth - 1) if depth > 0 else None
+        out.append((name, _Same(x) if hidden is None else hidden))
+    return tuple(out)
 
 
 def _reduced(value, depth: int):
