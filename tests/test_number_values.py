@@ -486,3 +486,22 @@ def test_a_python_int_past_int32_that_uint32_holds():
     jf = jax.jit(autograph.convert(big_or_uint32))
     for x in (0, 7):
         _same(jf(jnp.uint32(x)), big_or_uint32(np.uint32(x)), jnp.uint32)
+
+
+def index_or_value(x):
+    if x > 0:
+        r = 2127  # float16 counts whole numbers exactly up to 2048: 2127 would be 2128
+    else:
+        r = x
+    return r
+
+
+def test_a_python_int_past_what_a_16_bit_float_counts_exactly_widens_it():
+    for dtype in (jnp.float16, jnp.bfloat16):
+        jf = jax.jit(autograph.convert(index_or_value))
+        assert float(jf(dtype(1.0))) == 2127.0
+        assert jf(dtype(1.0)).dtype == jnp.float32
+        assert float(jf(dtype(-1.5))) == -1.5
+    # a small one keeps the narrow dtype, as `0` with int8 does
+    got = jax.jit(autograph.convert(small_scale))(jnp.float16(-1.0))
+    assert got.dtype == jnp.float16

@@ -102,7 +102,9 @@ def promote(a: Aval, b: Aval) -> tuple[Any, bool]:
     result is the smallest dtype that holds both sides (int16, int16, float32),
     and strongly typed. A number that fits keeps JAX's rules (``5`` with int8:
     int8). So does a tracer that is a Python number eagerly, over its whole range
-    (``Aval.span``): one a staged `if` or loop made of Python numbers.
+    (``Aval.span``): one a staged `if` or loop made of Python numbers. A Python int
+    past the whole numbers float16 or bfloat16 count exactly widens them too (an
+    index 2127 against float16: float32).
 
     Raises:
       NumberOverflow: an integer that no enabled dtype holds (beyond int32 while
@@ -114,9 +116,21 @@ def promote(a: Aval, b: Aval) -> tuple[Any, bool]:
     dtype = np.dtype(jnp.result_type(_promotion_operand(da, wa), _promotion_operand(db, wb)))
     weak = wa and wb
     for number in (a.number, b.number, *(a.span or ()), *(b.span or ())):
-        if number is not None and not holds(dtype, number):
+        if number is not None and (not holds(dtype, number) or _rounds(dtype, number)):
             dtype, weak = _widened(dtype, number), False
     return dtype, weak
+
+
+def _rounds(dtype, number) -> bool:
+    """Whether the Python int ``number`` lies past the whole numbers a 16-bit float dtype
+    counts exactly (2048 for float16, 256 for bfloat16): ``return i`` on one branch
+    and a float16 array on the other would round the index (2127 to 2128)."""
+    if type(number) is not int:
+        return False
+    dtype = np.dtype(dtype)
+    if not jnp.issubdtype(dtype, jnp.floating) or dtype.itemsize > 2:
+        return False
+    return abs(number) > 2 ** (int(jnp.finfo(dtype).nmant) + 1)
 
 
 def holds(dtype, number) -> bool:
@@ -143,7 +157,7 @@ _WIDER = {"u": (np.uint16, np.uint32, np.uint64), "i": (np.int8, np.int16, np.in
 def _widened(dtype: np.dtype, number) -> np.dtype:
     """The smallest dtype JAX enables that holds ``dtype``'s values (as ``jnp.promote_types``
     joins two strong dtypes) and ``number``."""
-    kind = dtype.kind
+    kind = "f" if jnp.issubdtype(dtype, jnp.floating) else dtype.kind  # bfloat16's is "V"
     if kind == "u" and number < 0:
         kind = "i"
     for wider in _WIDER[kind]:
