@@ -67,6 +67,7 @@ from .state import (
     MISSING,
     attribute_values,
     delete_attribute,
+    held,
     restore_attributes,
     same_static,
     set_attribute,
@@ -660,19 +661,7 @@ class Attributes:
 
 def _in_a_container(obj, values) -> bool:
     """Whether a list, dict or tuple among ``values`` (or nested in them) holds ``obj``."""
-    stack, seen = [(v, False) for v in values], set()
-    while stack:
-        x, inside = stack.pop()
-        if x is obj and inside:
-            return True
-        if id(x) in seen:
-            continue
-        if isinstance(x, (list, tuple, dict)):
-            seen.add(id(x))
-            items = list.__iter__(x) if isinstance(x, list) else (
-                x.values() if isinstance(x, dict) else x)
-            stack.extend((c, True) for c in items)
-    return False
+    return any(x is obj for x in held([v for v in values if isinstance(v, (list, tuple, dict))]))
 
 
 def _zeros(typed):

@@ -231,7 +231,7 @@ def object_snapshot(values):
     snap, seen = [], set()
     # the values and what their lists, dicts and tuples hold too: a registered
     # dataclass is a pytree node, not a leaf
-    for leaf in _held(values) + tree_util.tree_leaves(list(values), is_leaf=is_undefined):
+    for leaf in held(values) + tree_util.tree_leaves(list(values), is_leaf=is_undefined):
         attrs = attribute_values(leaf) if _plain_object(leaf) else None
         if attrs is not None and id(leaf) not in seen:
             seen.add(id(leaf))
@@ -239,7 +239,7 @@ def object_snapshot(values):
     return snap
 
 
-def _held(values) -> list:
+def held(values) -> list:
     """``values``, and what the lists, dicts and tuples among them hold, in turn."""
     out, stack, seen = [], list(values), set()
     while stack:
