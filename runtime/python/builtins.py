@@ -657,9 +657,12 @@ def _any_all(iterable, stop_at: bool):
             return (jnp.any if stop_at else jnp.all)(iterable)
     it = iter(iterable)
     so_far: Any = not stop_at  # the result of the items seen, where it is still open
+    checked = False  # whether a generator's `:=` bindings were looked at
     while True:
         if is_traced(so_far):  # the next item is drawn only where the result is open
-            _refuse_binding_generator(iterable, name)
+            if not checked:
+                _refuse_binding_generator(iterable, name)
+                checked = True
             with taken_when(jnp.logical_not(so_far) if stop_at else so_far):
                 item = next(it, _END)
         else:
