@@ -429,12 +429,15 @@ def _check_derived_ints(pred, true: _Branch, false: _Branch, names) -> None:
     eagerly it stays exact: the program fails as it runs where the branch that ran
     made it do so (its value computed alongside in float32), naming it. A branch
     whose value cannot be computed so is refused here, while tracing."""
-    bad = []
+    info = np.iinfo(np.int32)
+    first = None  # (name, farthest value) of the first such int
+    wraps = []  # per branch: whether one of its ints left int32 (traced), or False
     for branch in (true, false):
-        over = None
+        assert branch.record is not None
+        left: Any = False
         for d in branch.derived or ():
-            assert branch.record is not None
             name = _owner(branch.record, names, d.position)
+            reach = d.interval[1] if d.interval[1] > 0 else d.interval[0]
             value = None
             if d.shadow is not None:
                 try:
@@ -444,26 +447,18 @@ def _check_derived_ints(pred, true: _Branch, false: _Branch, names) -> None:
             if value is None:
                 raise errors.BranchError(
                     "a Python number must keep its value through an array-dependent `if`",
-                    observed=f"{_q(name)} is a Python int on one branch that may be "
-                             f"{d.interval[1] if d.interval[1] > 0 else d.interval[0]}, "
+                    observed=f"{_q(name)} is a Python int on one branch that may be {reach}, "
                              f"which int32 does not hold; staged, it would wrap around",
                     variable=_q(name).strip("`"),
                     fix=f"make {_q(name)} a float, or enable 64-bit types "
                         f"(`jax.config.update('jax_enable_x64', True)`)")
-            info = np.iinfo(np.int32)
-            wraps = (value < float(info.min)) | (value > float(info.max))
-            if over is None:
-                over = (wraps, name, d.interval)
-            else:
-                over = (over[0] | wraps, over[1], over[2])
-        bad.append(over)
-    found = [b for b in bad if b is not None]
-    if not found:
+            left = left | (value < float(info.min)) | (value > float(info.max))
+            if first is None:
+                first = (name, reach)
+        wraps.append(left)
+    if first is None:
         return
-    _, name, interval = found[0]
-    t = bad[0][0] if bad[0] is not None else False
-    f = bad[1][0] if bad[1] is not None else False
-    reach = interval[1] if interval[1] > 0 else interval[0]
+    name, reach = first
     error = errors.BranchError(
         "a Python int would outgrow int32 through an array-dependent `if`",
         observed=f"{_q(name)} is a Python int when the function runs eagerly (a Python "
@@ -475,7 +470,7 @@ def _check_derived_ints(pred, true: _Branch, false: _Branch, names) -> None:
             "(`h = (h * 31 + i) % m`), or enable 64-bit types "
             "(`jax.config.update('jax_enable_x64', True)`)")
     with staging():
-        fail_at_run_time(jnp.logical_not(jnp.where(pred, t, f)), error)
+        fail_at_run_time(jnp.logical_not(jnp.where(pred, wraps[0], wraps[1])), error)
 
 
 def _refuse_one_sided_update(true: _Branch, false: _Branch, names) -> None:
