@@ -231,6 +231,15 @@ def binds_in_an_elif(x):
     return z
 
 
+def test_golden_a_name_a_block_header_binds_goes_in_as_itself():
+    # the header runs before the block takes its inputs: `(y,)`, not `ag__.Undefined('y')`
+    assert ("ag__.if_stmt((y := (x * 2)) > 1, if_true, None, (y,), names=('y',))"
+            in autograph.to_code(rebinds_the_test_name))
+    assert ("ag__.for_stmt((ys := (xs * 2)), loop_body, (ys,), names=('ys',))"
+            in autograph.to_code(rebinds_the_iterable_name))
+    assert "ag__.ld(" not in autograph.to_code(rebinds_the_test_name)
+
+
 def test_a_name_an_if_test_binds_is_bound_in_its_branches():
     # in Python (values as given, no tracing) and staged alike
     check_equivalent(rebinds_the_test_name, (F32(2.0),), (F32(0.2),))
