@@ -505,3 +505,33 @@ def test_a_python_int_past_what_a_16_bit_float_counts_exactly_widens_it():
     # a small one keeps the narrow dtype, as `0` with int8 does
     got = jax.jit(autograph.convert(small_scale))(jnp.float16(-1.0))
     assert got.dtype == jnp.float16
+
+
+def first_index_past(x):
+    for i in range(3000):
+        if x[0] > i * 0.5:
+            continue
+        return i
+    return x[1]
+
+
+def first_count_past(x):
+    n = 0
+    while x[0] > n * 0.5:
+        n += 1
+        if n > 2900:
+            return x[1]
+    return n
+
+
+@pytest.mark.parametrize("program", [first_index_past, first_count_past])
+def test_an_index_returned_from_a_staged_loop_keeps_its_value_against_a_16_bit_float(program):
+    # the loop hands on an int the data chooses; eagerly it is a Python int (2199),
+    # which float16 would round to 2200 at the merge with the float16 `return`
+    jf = jax.jit(autograph.convert(program))
+    for dtype in (jnp.float16, jnp.bfloat16):
+        for first in (1100.0, 60000.0):
+            x = jnp.array([first, 2.0], dtype)
+            want = program(x)
+            got = jf(x)
+            assert float(got) == float(want), (program.__name__, dtype, first)

@@ -74,12 +74,15 @@ class Carry:
 
     def _note_python_numbers(self, arrays) -> None:
         """A Python number the loop carries and keeps weakly typed is one eagerly after
-        it, whatever the trip count: noted with its dtype's range
+        it, whatever the trip count (so is a weakly typed value it starts from, such
+        as the zero that stands for a value first assigned inside the loop, `return
+        i` of the index): noted with its dtype's range
         (``intervals.note_python_number``), so a later `if` that meets it with a narrow
         dtype widens that dtype to hold it, as it would the number."""
         for start, a in zip(self.starts, arrays):
             if (isinstance(a, jax.core.Tracer) and getattr(a, "weak_type", False)
-                    and intervals.python_number(start) is not None):
+                    and (intervals.python_number(start) is not None
+                         or getattr(start, "weak_type", False))):
                 span = _range(a.dtype)
                 if span is not None:
                     intervals.note_python_number(a, span)
