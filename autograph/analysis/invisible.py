@@ -497,10 +497,16 @@ class SourceFunction:
 
 
 def _is_library_module(module) -> bool:
-    filename = getattr(module, "__file__", None)
     if not isinstance(module, types.ModuleType):
         return callable(module) and _is_library_code(module)
-    return filename is None or os.path.realpath(filename).startswith(_library_dirs())
+    filename = vars(module).get("__file__")  # not through a module's own `__getattr__`
+    return filename is None or (isinstance(filename, str) and os.path.realpath(
+        filename).startswith(_library_dirs()))
+
+
+def _library_file(module: types.ModuleType) -> bool:
+    filename = vars(module).get("__file__")
+    return isinstance(filename, str) and os.path.realpath(filename).startswith(_library_dirs())
 
 
 # ----------------------------------------------------------------------------
@@ -630,13 +636,20 @@ class _Body:
         self.returns.append(self.expr(s.value) if s.value is not None
                             else Val(Kind.PYTHON, container=False))
 
+    def truth(self, val: Val, node) -> Val:
+        """``val`` tested for truth (``if``, ``while``, ``not``, ``and``/``or``)."""
+        if _runs_code(val, TRUTH):
+            raise _Blocked(f"it tests `{_text(node)}` for truth, an object whose "
+                           f"`__bool__` is not known to be free of effects", node)
+        return val
+
     def s_If(self, s):
-        self.expr(s.test)
+        self.truth(self.expr(s.test), s.test)
         self.block(s.body)
         self.block(s.orelse)
 
     def s_While(self, s):
-        self.expr(s.test)
+        self.truth(self.expr(s.test), s.test)
         self.block(s.body)
         self.block(s.body)
         self.block(s.orelse)
@@ -653,7 +666,7 @@ class _Body:
             self.expr(s.exc)
 
     def s_Assert(self, s):
-        self.expr(s.test)
+        self.truth(self.expr(s.test), s.test)
         if s.msg is not None:
             self.expr(s.msg)
 
@@ -786,11 +799,14 @@ class _Body:
 
     def e_UnaryOp(self, e):
         v = self.expr(e.operand)
+        if isinstance(e.op, gast.Not):
+            self.truth(v, e.operand)
+            return Val(_data(v).kind, container=False)
         self.operands(e, v)
         return _data(v)
 
     def e_BoolOp(self, e):
-        vals = [self.expr(v) for v in e.values]
+        vals = [self.truth(self.expr(v), v) for v in e.values]
         return _join(vals)
 
     def e_Compare(self, e):
@@ -802,7 +818,7 @@ class _Body:
         return _data(*vals)
 
     def e_IfExp(self, e):
-        test = self.expr(e.test)
+        test = self.truth(self.expr(e.test), e.test)
         out = self.expr(e.body).join(self.expr(e.orelse))
         if test.kind != Kind.TRACED and out.kind != Kind.TRACED:
             out = dataclasses.replace(out, kind=out.kind | Kind.LOOP)
@@ -821,7 +837,16 @@ class _Body:
 
     e_List = e_Tuple
 
+    def hashed(self, val: Val, node) -> Val:
+        """``val`` hashed (a dict key, a set item, looked up in a dict)."""
+        if _runs_code(val, HASHING):
+            raise _Blocked(f"it hashes `{_text(node)}`, an object whose `__hash__` and "
+                           f"`__eq__` are not known to be free of effects", node)
+        return val
+
     def e_Set(self, e):
+        for elt in e.elts:
+            self.hashed(self.expr(elt.value if isinstance(elt, gast.Starred) else elt), elt)
         val = self.e_Tuple(e)
         if val.kind & STAGED:
             raise _Blocked("it puts a value computed from the loop index in a set", e)
@@ -829,7 +854,7 @@ class _Body:
 
     def e_Dict(self, e):
         for k in e.keys:
-            if k is not None and self.expr(k).kind & STAGED:
+            if k is not None and self.hashed(self.expr(k), k).kind & STAGED:
                 raise _Blocked("it uses a value computed from the loop index as a dict key", k)
         vals = [self.expr(v) for v in e.values]
         return Val(_join(vals).kind if vals else Kind.PYTHON, container=True, fresh=True)
@@ -856,6 +881,9 @@ class _Body:
                     return kind_of(obj[e.slice.value])
                 except (KeyError, TypeError):
                     return Val(Kind.PYTHON, container=False)
+            if isinstance(obj, type) and not _library_subscript(obj):
+                raise _Blocked(f"it subscripts the class `{obj.__name__}`, whose "
+                               f"`__class_getitem__` is not known to be free of effects", e)
             if isinstance(obj, (types.ModuleType, type)) or inspect.isroutine(obj):
                 return Val(Kind.PYTHON | Kind.OBJECT)  # `list[int]`, `Callable[...]`
             if base.kind & Kind.OBJECT:
@@ -892,7 +920,16 @@ class _Body:
     def attribute_of(self, obj, name: str, e) -> Val:
         """``obj.name`` for an object known by identity, read without running its code."""
         if isinstance(obj, types.ModuleType):
-            value = getattr(obj, name, _UNSET)
+            # read from the module's dict: a name it lacks goes to its `__getattr__`
+            # (PEP 562), code the proof would run itself, once, where `jax.jit` runs it
+            # on every iteration; a library's (lazy submodules) is taken as loading only
+            value = vars(obj).get(name, _UNSET)
+            if value is _UNSET and type(obj) is types.ModuleType and (
+                    "__getattr__" not in vars(obj) or _library_file(obj)):
+                value = getattr(obj, name, _UNSET)
+            elif value is _UNSET:
+                raise _Blocked(f"it reads `{_text(e)}`, which the module `{obj.__name__}` "
+                               f"computes with its own `__getattr__`", e)
             return Val(Kind.PYTHON, container=False) if value is _UNSET else kind_of(value)
         if isinstance(obj, _IMMUTABLE) or _is_array(obj):
             if name in _ARRAY_VIEWS and _is_array(obj):
@@ -953,7 +990,7 @@ class _Body:
         for gen in e.generators:
             self.store(gen.target, self.element(self.expr(gen.iter)))
             for cond in gen.ifs:
-                self.expr(cond)
+                self.truth(self.expr(cond), cond)
         vals = [self.expr(x) for x in elts]
         return Val(_join(vals).kind, container=True, fresh=True)
 
@@ -970,6 +1007,7 @@ class _Body:
 
     def e_DictComp(self, e):
         key = self.comprehension(e, [e.key])
+        self.hashed(key, e.key)
         if key.kind & STAGED:
             raise _Blocked("it uses a value computed from the loop index as a dict key", e)
         return self.comprehension(e, [e.value])
@@ -1014,6 +1052,8 @@ class _Body:
                 self.loop_items[args[1].id] = args[0]
             vals = [self.expr(a) for a in args
                     if not isinstance(a, gast.Name) or a.id not in self.local_fns]
+            if ag == "if_stmt" and args and vals:
+                self.truth(vals[0], args[0])
             if ag == "if_stmt" and args and vals and vals[0].kind == Kind.TRACED:
                 # staged: what its branches hand back is traced, whatever they assign
                 self.traced_branches.update(a.id for a in args[1:3] if isinstance(a, gast.Name))
@@ -1044,6 +1084,10 @@ class _Body:
             for v in vals:
                 if v.kind & Kind.OBJECT:
                     raise _Blocked("it prints an object whose formatting is not known", e)
+            if not any(v.kind & (Kind.TRACED | STAGED) for v in vals):
+                # `jax.jit` prints it once per iteration while tracing; staged, it would
+                # print on every call
+                raise _Blocked("it prints Python values only", e)
             return Val(Kind.PYTHON, container=False)
         if ag in _AG_FORMATS:
             vals = [self.expr(a) for a in args[1:]] + [self.expr(k.value) for k in e.keywords]
@@ -1061,6 +1105,20 @@ class _Body:
         if ag in _AG_PURE:
             vals = [self.lambda_or_expr(a) for a in args]
             vals += [self.lambda_or_expr(k.value) for k in e.keywords]
+            if ag in ("not_", "and_", "or_", "if_exp", "assert_") and vals:
+                # the operand, the test: tested for truth (`and_`'s right side is a
+                # thunk whose value is handed on, tested only by what reads it)
+                self.truth(vals[0], args[0])
+            if ag in ("and_", "or_") and len(vals) > 1 and any(
+                    k.arg == "test" and isinstance(k.value, gast.Constant) and k.value.value
+                    for k in e.keywords):
+                # an `if`/`while` test: each side is tested for truth, and only that
+                self.truth(vals[1], args[1])
+                return Val(_data(*vals[:2]).kind, container=False)
+            if ag == "in_" and len(vals) == 2:
+                if _runs_code(vals[1], MEMBERSHIP) or _runs_code(vals[0], HASHING):
+                    raise _Blocked(f"it tests `{_text(e)}`, of an object whose `__contains__` "
+                                   f"or `__eq__` is not known to be free of effects", e)
             if ag == "range_":
                 return Val(_data(*vals).kind, container=False,
                            obj=range(0) if all(v.kind == Kind.PYTHON for v in vals) else _UNSET)
@@ -1123,6 +1181,8 @@ class _Body:
             raise _Blocked(f"it calls `{what}`, which changes a container the loop does not "
                            f"own", e)
         if name in _ARRAY_METHODS or name in _READ_METHODS:
+            if name in _READ_METHODS:
+                self.container_read(what, every, e)
             self.prove_function_args(args, keywords, every)
             if name in ("item", "tolist"):
                 return Val(receiver.kind | Kind.PYTHON if receiver.kind & STAGED
@@ -1154,6 +1214,10 @@ class _Body:
         for v in every:
             if _is_function_val(v) and not isinstance(v.obj, gast.Lambda):
                 self.call_value(v, given)
+            elif _foreign_callable(v):
+                raise _Blocked(f"it hands `{getattr(v.obj, '__name__', type(v.obj).__name__)}` "
+                               f"to a function that calls it, and it is not known to be free "
+                               f"of effects", None)
 
     def call_value(self, fn: Val, given: Val) -> Val:
         """A call of the function ``fn`` by a library, each parameter given ``given``."""
@@ -1190,6 +1254,7 @@ class _Body:
             if any(v.kind & STAGED for v in every):
                 raise _Blocked(f"it passes a value computed from the loop index to `{what}`",
                                e)
+            self.container_read(what, every, e)
             return _data(*every, container=True) if every else Val(Kind.PYTHON)
         if _is_module_function(obj, ("math", "cmath")):
             if any(v.kind & (STAGED | Kind.OBJECT) for v in every):
@@ -1202,6 +1267,10 @@ class _Body:
             self.operands(e, *every)
             return _data(*every)
         if _is_module_function(obj, ("numpy",)) or _module_of(obj).startswith("numpy"):
+            if _numpy_effect(obj) or "out" in kw:
+                raise _Blocked(f"it calls `{what}`, a NumPy function that changes state "
+                               f"(the global random generator, an array it is given, a file)",
+                               e)
             if any(v.kind & (STAGED | Kind.OBJECT) for v in every):
                 raise _Blocked(f"it passes a value computed from the loop index to `{what}`, "
                                f"a NumPy function of values known while tracing", e)
@@ -1248,6 +1317,14 @@ class _Body:
             return self.call_function(call, what, [kind_of(obj)] + vals, e, kw)
         raise _Blocked(f"it calls `{what}`, which is not known to be free of effects", e)
 
+    def container_read(self, what: str, every: list[Val], e) -> None:
+        """A read method of a list, dict or string (``get``, ``count``, ``format``)
+        given objects: it hashes, compares or formats them, running their code."""
+        for v in every:
+            if _runs_code(v, HASHING + FORMATTING) and not _is_function_val(v):
+                raise _Blocked(f"it calls `{what}` with an object whose `__hash__`, `__eq__` "
+                               f"or formatting is not known to be free of effects", e)
+
     def owned_update(self, method: str, what: str, vals, kw, e) -> Val:
         """A list or dict the loop carries, changed in place: staged, it is carried and
         written back, so what goes in must be traced (as for a carried variable)."""
@@ -1278,9 +1355,15 @@ class _Body:
             if obj in (str, repr, format, ascii) and any(v.kind & Kind.OBJECT for v in every):
                 raise _Blocked(f"it calls `{what}` of an object whose formatting is not known",
                                e)
+            if obj in (hash, iter) and any(_runs_code(v, HASHING if obj is hash else MEMBERSHIP)
+                                           for v in every):
+                raise _Blocked(f"it calls `{what}` of an object whose `__{obj.__name__}__` is "
+                               f"not known to be free of effects", e)
             return Val(Kind.PYTHON, container=obj is iter)
-        if obj in (map, filter, sorted, min, max) and (
-                any(_is_function_val(v) for v in every)):
+        if obj is pow and len(every) > 2 and any(v.kind & STAGED for v in every):
+            raise _Blocked(f"it passes a value computed from the loop index to `{what}` with a "
+                           f"modulus, which works on Python ints only", e)
+        if obj in (map, filter, sorted, min, max):
             self.prove_function_args(args, keywords, every)
         for v in every:
             if v.kind & Kind.OBJECT and obj not in (len, tuple, list, dict, zip, enumerate,
@@ -1381,6 +1464,41 @@ def _plain(cls: type, method: str) -> bool:
     return True
 
 
+# the special methods Python calls on an object without a call in the source
+TRUTH = ("__bool__", "__len__")
+MEMBERSHIP = ("__contains__", "__iter__", "__getitem__", "__eq__")
+HASHING = ("__hash__", "__eq__")
+FORMATTING = ("__format__", "__str__", "__repr__")
+
+
+def _runs_code(val: Val, methods: tuple[str, ...]) -> bool:
+    """Whether using ``val`` this way (a truth test, ``in``, a hash, a format) may run
+    code of an object the proof does not know: a value that may be an object, unless
+    it is known by identity and its type takes all of ``methods`` from built-ins."""
+    if not val.kind & Kind.OBJECT:
+        return False
+    obj = val.obj
+    if obj is _UNSET or obj is _UNKNOWN_CALLEE:
+        return True
+    if isinstance(obj, (gast.AST, _Transformed, SourceFunction)):
+        return False
+    return not all(_plain(type(obj), m) for m in methods)
+
+
+def _library_subscript(cls: type) -> bool:
+    """Whether ``cls[...]`` runs a library's code (``list[int]``, an enum's lookup,
+    ``typing``'s generics), not code of the program's own."""
+    for name, owner in (("__class_getitem__", cls), ("__getitem__", type(cls))):
+        try:
+            method = inspect.getattr_static(owner, name)
+        except AttributeError:
+            continue
+        fn = getattr(method, "__func__", method)
+        if isinstance(fn, types.FunctionType) and not _is_library_code(fn):
+            return False
+    return True
+
+
 def _descriptor(cls: type, name: str) -> bool:
     """Whether ``cls`` computes attribute ``name`` (a property, a slot is fine)."""
     try:
@@ -1403,6 +1521,52 @@ def _is_function_val(v: Val) -> bool:
         return False
     return isinstance(obj, (gast.Lambda, gast.FunctionDef, types.FunctionType,
                             types.MethodType, functools.partial, _Transformed, SourceFunction))
+
+
+_BUILTIN_CALLABLES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
+                      types.WrapperDescriptorType, types.MethodDescriptorType,
+                      types.ClassMethodDescriptorType)
+
+
+def _foreign_callable(v: Val) -> bool:
+    """A callable handed to a function that calls it (``map(print, xs)``,
+    ``jax.tree.map(f, t)``) that is not a Python function (those are proven) and not
+    known to be pure: a built-in such as ``print``, a class, an object's ``__call__``."""
+    obj = v.obj
+    if obj is _UNSET or obj is _UNKNOWN_CALLEE or _is_function_val(v) or not callable(obj):
+        return False
+    if not (isinstance(obj, _BUILTIN_CALLABLES + (type,)) or v.kind & Kind.OBJECT):
+        return False
+    if _hashable(obj) and (obj in _PURE_BUILTINS or obj in (int, float, bool, complex)):
+        return False
+    if _is_module_function(obj, ("math", "cmath")) or (
+            _is_module_function(obj, ("operator",)) and obj.__name__ not in _OPERATOR_WRITES):
+        return False
+    if isinstance(obj, types.BuiltinMethodType) and isinstance(
+            getattr(obj, "__self__", None), (list, dict, tuple, str, bytes)):
+        return obj.__name__ in _MUTATING_METHODS
+    return not _is_pure_jax(obj)
+
+
+# NumPy functions that write: into an array they are given, to a file, or NumPy's
+# own settings
+_NUMPY_WRITES = frozenset({
+    "copyto", "put", "place", "putmask", "put_along_axis", "fill_diagonal", "save", "savez",
+    "savez_compressed", "savetxt", "tofile", "seterr", "seterrcall", "setbufsize",
+    "set_printoptions", "printoptions", "fill", "resize", "itemset", "setflags", "at",
+    "load", "loadtxt", "genfromtxt", "fromfile", "memmap",
+})
+
+
+def _numpy_effect(obj) -> bool:
+    """A NumPy callable that is not a pure function of its arguments: anything of
+    ``numpy.random`` (its module functions draw from the global generator; a
+    generator's methods change it), and the functions that write."""
+    module = _module_of(obj)
+    owner = getattr(obj, "__self__", None)
+    if module.startswith("numpy.random") or _module_of(type(owner)).startswith("numpy.random"):
+        return True
+    return getattr(obj, "__name__", None) in _NUMPY_WRITES
 
 
 def _hashable(obj) -> bool:
@@ -1606,6 +1770,10 @@ def prove_loop(body_fn: Callable, extra_test: Callable | None, state, names, ite
     node = _generated_node(code) if code is not None else None
     if node is None or code is None:
         return Verdict(False, "the source of the loop body is not available")
+    numpy = _numpy_item(item)
+    if numpy is not None:
+        return Verdict(False, f"its items are NumPy {numpy} numbers, which Python computes "
+                              f"with in NumPy's types (a staged loop would compute in JAX's)")
     budget = _Budget(limits)
     owned = frozenset(id(v) for v in state if type(v) in (list, dict)) | _dead_lists(
         body_fn, dead)
@@ -1663,6 +1831,20 @@ def _verdict(body: _Body, stmts, carried: frozenset,
         return Verdict(False, "the body is too deeply nested for the proof")
     return Verdict(True, pending=tuple(dict.fromkeys(body.budget.pending)),
                    python_ints=tuple(followed), attributes=tuple(body.budget.written.values()))
+
+
+def _numpy_item(item) -> str | None:
+    """The dtype of a NumPy part of a loop's item whose arithmetic JAX does not repeat:
+    integers (``k / 3`` is float64 in NumPy) and dtypes JAX narrows (float64 without
+    64-bit types); else None. Unrolled, such an item stays a NumPy number."""
+    import jax
+    import numpy as np
+    for leaf in jax.tree_util.tree_leaves(item):
+        if isinstance(leaf, (np.generic, np.ndarray)) and not _is_tracer(leaf):
+            dtype = np.dtype(leaf.dtype)
+            if dtype.kind in "iu" or jax.dtypes.canonicalize_dtype(dtype) != dtype:
+                return str(dtype)
+    return None
 
 
 def _item_kind(item) -> Val:

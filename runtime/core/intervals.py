@@ -598,6 +598,14 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
               and getattr(v.aval, "weak_type", False) and not _is_int(v.aval) and _is_real(v.aval)}
     if not floats:
         return None
+    # what Python computes from those floats is Python's too: `i * 0.1 > 0.3` is a
+    # float64 comparison under `jax.jit` (True at i = 3), a float32 one staged (False)
+    for eqn in jaxpr.eqns:
+        if any(v in floats for v in eqn.invars if type(v).__name__ != "Literal") and all(
+                o in from_index and getattr(o.aval, "shape", None) == () and _is_real(o.aval)
+                and (getattr(o.aval, "weak_type", False) or o.aval.dtype == np.bool_)
+                for o in eqn.outvars):
+            floats.update(eqn.outvars)
     used_elsewhere = {v for eqn in jaxpr.eqns if not set(eqn.outvars) <= floats
                       for v in eqn.invars if type(v).__name__ != "Literal"}
     frontier = [v for v in dict.fromkeys(

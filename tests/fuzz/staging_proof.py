@@ -38,6 +38,10 @@ only where the body has no effect and never uses the index as a Python value.
     ``range``);
   - ``isinstance_helper``: ``isinstance(t, int)`` in a helper;
   - ``try_int``: ``try: m = int(t) except TypeError: ...`` in a helper;
+  - ``implicit``: a helper that runs code with no call in its source, on an object
+    whose special methods record that they ran (``if WATCH:``, ``not WATCH``,
+    ``t in WATCH``, ``WD.get(WATCH, ...)``, ``"{}".format(WATCH)``), or compares a
+    float of the index (``t * 0.1 > 0.3``, float64 in Python, float32 staged);
 
 * each helper called directly or, a quarter of the time, through what the
   proof must see through: a helper of its own (``via_log_step0(p, q)``), a
@@ -60,12 +64,14 @@ from __future__ import annotations
 
 PROOF_FEATURES = frozenset({
     "log_helper", "stringio_helper", "global_counter", "singledispatch", "closure_list",
-    "dict_key", "tuple_format", "no_convert", "isinstance_helper", "try_int", "pure_helper"})
+    "dict_key", "tuple_format", "no_convert", "isinstance_helper", "try_int", "pure_helper",
+    "implicit"})
 
 # how often a loop body draws each kind
 _WEIGHTS = {"log_helper": 1.2, "stringio_helper": 1, "global_counter": 1,
             "singledispatch": 1, "closure_list": 1, "dict_key": 1.5, "tuple_format": 1,
-            "no_convert": 1, "isinstance_helper": 0.8, "try_int": 0.8, "pure_helper": 2}
+            "no_convert": 1, "isinstance_helper": 0.8, "try_int": 0.8, "pure_helper": 2,
+            "implicit": 1}
 
 # the grammar's constructs that plain Python (and so plain `jax.jit`) can trace
 STRAIGHT = frozenset({"ifexp", "value_boolop", "bool_assign", "python_bool", "helpers",
@@ -125,6 +131,47 @@ def _(t{ann}, y):
     SEEN.append(t)
     return y + 0.5
 '''
+
+
+_WATCH_STATE = '''WATCHED = []
+
+
+class Watch:
+    def __bool__(self):
+        WATCHED.append("bool")
+        return True
+
+    def __contains__(self, k):
+        WATCHED.append("in")
+        return False
+
+    def __hash__(self):
+        WATCHED.append("hash")
+        return 7
+
+    def __eq__(self, other):
+        WATCHED.append("eq")
+        return other is self
+
+    def __format__(self, spec):
+        WATCHED.append("format")
+        return "w"
+
+
+WATCH = Watch()
+WD = {1: 0.5}
+'''
+
+# what a helper does with `WATCH` (code Python runs without a call in the source), or
+# a float of the index compared (float64 in Python, float32 staged)
+_IMPLICIT_BODIES = (
+    ["    if WATCH:", "        y = y + 0.25", "    return y"],
+    ["    return y * 0.5 if not WATCH else y + 0.5"],
+    ["    return y + (0.5 if t in WATCH else -0.5)"],
+    ["    return y + WD.get(WATCH, 0.125)"],
+    ['    return y + len("{}".format(WATCH)) * 0.25'],
+    ["    return y + (1.0 if t * 0.1 > 0.3 else 0.0)"],
+)
 
 
 class StagingProof:
@@ -436,6 +483,16 @@ class StagingProof:
                                     f"    except {caught}:", "        m = -1",
                                     "    return y + m * 0.01"])
         return self._call("as_int", target, self._index(i), y_first=False)
+
+    def _implicit(self, env, i, target) -> list[str]:
+        ch = self.ch
+        if "WATCH" not in self.state:
+            self.state["WATCH"] = _WATCH_STATE
+            self.effects["watched"] = "list(WATCHED)"
+            self.resets.append("WATCHED.clear()")
+        if "peek" not in self.helpers:
+            self._helper("peek", ["def peek(y, t):"] + ch.pick(list(_IMPLICIT_BODIES)))
+        return self._call("peek", target, self._index(i))
 
     # -- helpers free of effects ------------------------------------------------------------
 

@@ -1,0 +1,318 @@
+"""The staging proof and code Python runs without a call in the source.
+
+A static loop of more than `loop_plan.PYTHON_TRIPS` iterations is staged only
+when staging it is provably invisible (`tests/test_staging_proof.py`). These
+programs hide their effects where no call is written: a truth test runs
+`__bool__`, `in` runs `__contains__`, a dict lookup `__hash__` and `__eq__`, a
+format `__format__` or a property, a module's attribute its `__getattr__`, a
+class subscript its `__class_getitem__`, and a built-in handed to `map` or
+`jax.tree.map` runs as a callback. Others hide a change of meaning: a float the
+index makes compared in float64 (Python) or float32 (staged), items of a NumPy
+float64 or int64 array, the global NumPy generator, three-argument `pow`.
+
+Each runs eagerly, under plain `jax.jit` and under `jax.jit(autograph.convert(f))`;
+the converted run must equal plain `jax.jit` in value and in what the trace
+leaves behind. The last section checks that objects whose special methods are
+Python's own still let a loop stage.
+"""
+
+from __future__ import annotations
+
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import autograph
+from tests.test_staging_proof import TRIPS, _assert_same_as_jit
+
+CALLS: list = []
+
+
+def _same(fn, *args):
+    return _assert_same_as_jit(fn, *args, reset=CALLS.clear, observe=lambda: list(CALLS))
+
+
+class Flag:
+    def __bool__(self):
+        CALLS.append("bool")
+        return True
+
+    def __contains__(self, k):
+        CALLS.append("contains")
+        return True
+
+
+FLAG = Flag()
+
+
+class Key:
+    def __hash__(self):
+        CALLS.append("hash")
+        return 1
+
+    def __eq__(self, other):
+        CALLS.append("eq")
+        return False
+
+
+KEY = Key()
+TABLE = {1: 2.0}
+ITEMS = [1, 2, 3]
+
+
+class Shown:
+    def __format__(self, spec):
+        CALLS.append("format")
+        return "p"
+
+    @property
+    def v(self):
+        CALLS.append("property")
+        return 1.0
+
+
+SHOWN = Shown()
+
+LAZY = types.ModuleType("lazy_settings")
+LAZY.__getattr__ = lambda name: (CALLS.append(name), 1.0)[1]
+
+
+class Registry:
+    def __class_getitem__(cls, key):
+        CALLS.append(key)
+        return cls
+
+
+class Recorder:
+    def __call__(self, *a):
+        CALLS.append("called")
+        return 0
+
+
+RECORD = Recorder()
+
+
+def if_object(x):
+    for i in range(TRIPS):
+        if FLAG:
+            x = x + 1.0
+    return x
+
+
+def not_object(x):
+    for i in range(TRIPS):
+        x = x + 1.0
+        h = not FLAG  # noqa: F841
+    return x
+
+
+def and_object(x):
+    for i in range(TRIPS):
+        if i > 5 and FLAG:
+            x = x + 1.0
+    return x
+
+
+def in_object(x):
+    for i in range(TRIPS):
+        x = x + 1.0
+        h = 3 in FLAG  # noqa: F841
+    return x
+
+
+def dict_get_of_object(x):
+    for i in range(TRIPS):
+        x = x + TABLE.get(KEY, 1.0)
+    return x
+
+
+def list_count_of_object(x):
+    for i in range(TRIPS):
+        x = x + ITEMS.count(KEY)
+    return x
+
+
+def dict_display_of_object(x):
+    for i in range(TRIPS):
+        d = {KEY: 1.0}  # noqa: F841
+        x = x + 1.0
+    return x
+
+
+def format_of_object(x):
+    for i in range(TRIPS):
+        s = "{}".format(SHOWN)
+        x = x + len(s)
+    return x
+
+
+def property_in_a_format(x):
+    for i in range(TRIPS):
+        s = "{0.v}".format(SHOWN)  # noqa: F841
+        x = x + 1.0
+    return x
+
+
+def module_getattr(x):
+    for i in range(TRIPS):
+        x = x + LAZY.scale
+    return x
+
+
+def class_getitem(x):
+    for i in range(TRIPS):
+        t = Registry["k"]  # noqa: F841
+        x = x + 1.0
+    return x
+
+
+def object_handed_to_map(x):
+    for i in range(TRIPS):
+        x = x + 1.0
+        any(map(RECORD, [1]))
+    return x
+
+
+def object_handed_to_tree_map(x):
+    for i in range(TRIPS):
+        x = x + 1.0
+        jax.tree.map(RECORD, (1.0,))
+    return x
+
+
+def builtin_method_handed_to_sorted(x):
+    for i in range(TRIPS):
+        x = x + 1.0
+        sorted([1], key=CALLS.append)
+    return x
+
+
+@pytest.mark.parametrize("fn", [
+    if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
+    dict_display_of_object, format_of_object, property_in_a_format, module_getattr,
+    class_getitem, object_handed_to_map, object_handed_to_tree_map,
+    builtin_method_handed_to_sorted])
+def test_code_python_runs_implicitly_runs_every_iteration(fn):
+    _same(fn, jnp.zeros(()))
+    CALLS.clear()
+    jax.jit(autograph.convert(fn))(jnp.zeros(()))
+    assert len(CALLS) >= TRIPS - 6, CALLS  # once an iteration (`and` skips six)
+
+
+def prints_python_values_only(x):
+    for i in range(TRIPS):
+        x = x + 1.0
+        print("step")
+    return x
+
+
+def test_a_print_of_python_values_only_prints_while_tracing(capsys):
+    f = jax.jit(autograph.convert(prints_python_values_only))
+    for _ in range(3):
+        jax.block_until_ready(f(jnp.zeros(())))
+    jax.effects_barrier()
+    assert capsys.readouterr().out.count("step") == TRIPS  # as `jax.jit`: one trace
+
+
+# ---------------------------------------------------------------------------
+# numbers whose meaning staging would change
+
+def float_of_index_compared(x):
+    for i in range(TRIPS):
+        if i * 0.1 > 0.3:  # 3 * 0.1 > 0.3 in float64, not in float32
+            x = x + 1.0
+    return x
+
+
+def float_of_index_compared_in_a_helper(x):
+    for i in range(TRIPS):
+        x = x + _above(i * 0.1, 0.3)
+    return x
+
+
+def _above(a, b):
+    return 1.0 if a > b else 0.0
+
+
+def float64_items_compared(x):
+    for v in np.arange(TRIPS) * 0.1:
+        if v > 0.3:
+            x = x + 1.0
+    return x
+
+
+def float64_items_in_arithmetic(x):
+    for v in np.linspace(0.1, 3.0, TRIPS):
+        x = x + v * v * v / (1.0 + v)
+    return x
+
+
+def int64_items_divided(x):
+    for k in np.arange(TRIPS):
+        if k / 3 * 3 != k:  # NumPy: float64 division
+            x = x + 1.0
+    return x
+
+
+def modular_power_of_index(x):
+    for i in range(TRIPS):
+        x = x + pow(i, 2, 7)
+    return x
+
+
+@pytest.mark.parametrize("fn", [float_of_index_compared, float_of_index_compared_in_a_helper,
+                                float64_items_compared, float64_items_in_arithmetic,
+                                int64_items_divided, modular_power_of_index])
+def test_numbers_keep_their_python_meaning(fn):
+    got = jax.jit(autograph.convert(fn))(jnp.zeros(()))
+    want = jax.jit(fn)(jnp.zeros(()))
+    assert float(got) == float(want) == pytest.approx(float(fn(jnp.zeros(()))), rel=1e-6)
+
+
+def draws_from_numpys_global_generator(x):
+    for i in range(TRIPS):
+        x = x + np.random.rand()
+    return x
+
+
+def test_numpys_global_generator_draws_every_iteration():
+    def run(f):
+        np.random.seed(0)
+        value = float(f(jnp.zeros(())))
+        return value, np.random.rand()
+    assert run(jax.jit(autograph.convert(draws_from_numpys_global_generator))) == run(
+        jax.jit(draws_from_numpys_global_generator))
+
+
+# ---------------------------------------------------------------------------
+# POSITIVE: objects with Python's own special methods still let the loop stage
+
+class Plain:
+    scale = 0.5
+
+
+PLAIN = Plain()
+
+
+def truth_of_a_plain_object(x):
+    for i in range(1000):
+        if PLAIN and not PLAIN.scale < 0:
+            x = x * 0.99 + PLAIN.scale * 0.001
+    return x
+
+
+def float32_items(x):
+    for v in np.linspace(0.0, 1.0, 1000, dtype=np.float32):
+        x = x * 0.99 + v
+    return x
+
+
+@pytest.mark.parametrize("fn", [truth_of_a_plain_object, float32_items])
+def test_plain_objects_and_float32_items_still_stage(fn):
+    text = str(jax.make_jaxpr(autograph.convert(fn))(jnp.zeros(())))
+    assert "scan" in text and len(text.splitlines()) < 200, "the loop was unrolled"
+    np.testing.assert_allclose(jax.jit(autograph.convert(fn))(jnp.zeros(())),
+                               jax.jit(fn)(jnp.zeros(())), rtol=1e-5)
