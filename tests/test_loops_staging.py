@@ -531,3 +531,38 @@ def test_a_python_int_that_leaves_int32_after_many_steps_fails_where_it_does(fn,
     with pytest.raises(Exception, match=r"outgrow int32") as e:
         jax.block_until_ready(staged(jnp.int32(passes)))
     assert "variable: s" in str(e.value)
+
+
+def first_negative_pair(v):
+    for i in range(18):
+        for j in range(i, 18):  # a traced range (from the staged outer index)
+            if v[j] < 0:
+                return i + j
+    return -1
+
+
+def two_sum(v):
+    for i in range(18):
+        for j in range(i + 1, 18):
+            if v[i] + v[j] == 0.0:
+                return i * 100 + j
+    return -1
+
+
+def bubble_pairs(v):
+    for i in range(18):
+        for j in range(18 - i - 1):
+            if v[j] > v[j + 1] + 5.0:
+                return i * 100 + j
+    return -1
+
+
+@pytest.mark.parametrize("fn", [first_negative_pair, two_sum, bubble_pairs])
+def test_an_inner_range_of_the_staged_outer_index_with_an_early_return(fn):
+    # the inner range's count is computed in an unsigned dtype, wrapping where it is
+    # empty on purpose: not an integer of the program that leaves what Python computes
+    jf = jax.jit(autograph.convert(fn))
+    for k in (0, 7, 17):
+        v = jnp.ones(18).at[k].set(-1.0).at[(k + 3) % 18].set(9.0)
+        assert int(jf(v)) == fn(v), (fn.__name__, k)
+    assert int(jf(jnp.ones(18))) == fn(jnp.ones(18))

@@ -136,12 +136,19 @@ class TracedRange(TracedSeq):
         first, last = (b if type(b) is int else jnp.asarray(b).astype(index)
                        for b in (start, stop))
         low, high = (first, last) if step > 0 else (last, first)
-        # the span, exact in the unsigned dtype however far apart the bounds lie
-        span = (jnp.asarray(high, index).astype(unsigned)
-                - jnp.asarray(low, index).astype(unsigned))
-        count = jnp.where(high > low, (span - 1) // abs(step) + 1, 0).astype(index)
+        count = _range_count(low, high, abs(step), index, unsigned)
         super().__init__(count, lambda k: st.convert(first + jnp.asarray(k, index) * step, index,
                                                      True))
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4))
+def _range_count(low, high, step: int, index, unsigned):
+    """How many items ``range`` has from ``low`` to ``high`` by ``step`` (> 0). The span
+    is exact in the unsigned dtype however far apart the bounds lie, and wraps there
+    on purpose where ``high <= low``: a function of its own, so the checks that a
+    staged body's own integers are Python's (``intervals.python_mismatch``) leave it."""
+    span = (jnp.asarray(high, index).astype(unsigned) - jnp.asarray(low, index).astype(unsigned))
+    return jnp.where(high > low, (span - 1) // step + 1, 0).astype(index)
 
 
 def _dynamic_element(seq, k):
