@@ -118,6 +118,25 @@ def test_convert_of_a_method_decorated_with_jit():
     assert float(f(jnp.float32(-3.0))) == 3.0
 
 
+class JittedCall:
+    @functools.partial(jax.jit, static_argnums=0)
+    def __call__(self, x):
+        if x.sum() > 0:
+            return x * 3.0
+        return x
+
+
+def calls_a_jitted_call(x):
+    return JittedCall()(x) + 1.0
+
+
+def test_an_object_whose_call_is_decorated_with_jit_is_converted_when_called():
+    f = jax.jit(autograph.convert(calls_a_jitted_call))
+    for x in ([1.0, 2.0], [-1.0, -2.0]):
+        x = jnp.asarray(x)
+        np.testing.assert_allclose(f(x), np.where(np.sum(x) > 0, x * 3.0, x) + 1.0)
+
+
 _LOG = logging.getLogger("tests.newcomer")
 
 

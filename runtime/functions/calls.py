@@ -324,6 +324,13 @@ def resolve(f):
         converted = resolve(call)
         if converted is not call:
             return types.MethodType(converted, f)
+    elif call is not None and transforms.is_jit(call) and library_module(
+            getattr(call, "__wrapped__", call)) is None:
+        # `__call__` under `jax.jit` (`@partial(jax.jit, static_argnums=0)`): the
+        # jitted function rebuilt around the converted one, bound as Python would
+        converted = resolve(call)
+        if converted is not call:
+            return types.MethodType(converted, f)
     return f
 
 
