@@ -95,6 +95,20 @@ class Recorder:
 RECORD = Recorder()
 
 
+class Bag:
+    def __len__(self):
+        CALLS.append("len")
+        return 2
+
+    def __iter__(self):
+        CALLS.append("iter")
+        return iter([1.0, 2.0])
+
+
+BAG, OTHER_BAG = Bag(), Bag()
+CHOOSE = True
+
+
 def if_object(x):
     for i in range(TRIPS):
         if FLAG:
@@ -190,8 +204,22 @@ def builtin_method_handed_to_sorted(x):
     return x
 
 
+def len_of_one_of_two_objects(x):
+    for i in range(TRIPS):
+        b = BAG if CHOOSE else OTHER_BAG
+        x = x + len(b)
+    return x
+
+
+def unpacked_from_one_of_two_objects(x):
+    for i in range(TRIPS):
+        a, c = BAG if CHOOSE else OTHER_BAG
+        x = x + a
+    return x
+
+
 @pytest.mark.parametrize("fn", [
-    if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
+    len_of_one_of_two_objects, unpacked_from_one_of_two_objects, if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
     dict_display_of_object, format_of_object, property_in_a_format, module_getattr,
     class_getitem, object_handed_to_map, object_handed_to_tree_map,
     builtin_method_handed_to_sorted])

@@ -714,6 +714,11 @@ class _Body:
         if isinstance(target, gast.Name):
             self.bind(target.id, val)
         elif isinstance(target, (gast.Tuple, gast.List)):
+            if (val.kind & Kind.OBJECT and val.parts is None and not val.fresh
+                    and not isinstance(val.obj, (tuple, list))):
+                raise _Blocked(f"it unpacks `{_text(target)}` from a value that may be an "
+                               f"object, whose `__iter__` is not known to be free of effects",
+                               target)
             part = Val(val.kind, container=True)
             if val.parts is not None and len(val.parts) == len(target.elts) and not any(
                     isinstance(elt, gast.Starred) for elt in target.elts):
@@ -1372,6 +1377,11 @@ class _Body:
             if v.kind & Kind.OBJECT and v.obj is not _UNSET and not isinstance(
                     v.obj, (list, tuple, dict)):
                 raise _Blocked(f"it calls `{what}` of a `{type(v.obj).__name__}`", e)
+            if v.kind & Kind.OBJECT and v.obj is _UNSET and not v.fresh:
+                # not a list or tuple the body built: it may be the object itself, whose
+                # `__len__` or `__iter__` would run
+                raise _Blocked(f"it calls `{what}` of a value that may be an object the proof "
+                               f"does not know", e)
         if obj is len:
             return Val(Kind.PYTHON, container=False)
         if obj is range:
