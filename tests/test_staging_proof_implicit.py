@@ -265,6 +265,12 @@ def _above(a, b):
     return 1.0 if a > b else 0.0
 
 
+def float_of_index_through_max(x):
+    for i in range(TRIPS):
+        x = x + (max(i * 0.1, 0.3) == 0.3)  # a comparison whose steps are not followed
+    return x
+
+
 def float64_items_compared(x):
     for v in np.arange(TRIPS) * 0.1:
         if v > 0.3:
@@ -292,6 +298,7 @@ def modular_power_of_index(x):
 
 
 @pytest.mark.parametrize("fn", [float_of_index_compared, float_of_index_compared_in_a_helper,
+                                float_of_index_through_max,
                                 float64_items_compared, float64_items_in_arithmetic,
                                 int64_items_divided, modular_power_of_index])
 def test_numbers_keep_their_python_meaning(fn):

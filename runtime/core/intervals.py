@@ -563,6 +563,11 @@ def python_mismatch(closed, n_carry: int, index: tuple[int, int],
     return hits[0] if hits else None
 
 
+class PythonValueUnknown(Exception):
+    """A Python value of the index the staged loop would compute another way, which
+    ``hoist_python_floats`` cannot compute as Python does (the message says what)."""
+
+
 def hoist_python_floats(closed, n_carry: int, first: int, last: int,
                         extra: list[Interval]):
     """The body's weakly typed floats computed from the index and constants alone
@@ -579,6 +584,11 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
     Returns:
       ``(closed, tables)``: the new body, and one NumPy array per hoisted value
       (``last - first + 1`` steps, of the value's dtype).
+
+    Raises:
+      PythonValueUnknown: a comparison of such floats (a Python bool under
+        ``jax.jit``) whose value at some step cannot be computed here: staged, it
+        would compare in float32, and may come out the other way.
     """
     jaxpr = closed.jaxpr
     if last < first or last - first >= FOLLOW_LIMIT:
@@ -622,6 +632,11 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
         got = _run(jaxpr, consts, step_ins, eqns=eqns, want=frontier)
         rows.append(got)
     hoisted = [i for i, v in enumerate(frontier) if all(_exact(r[i]) for r in rows)]
+    lost = [v for i, v in enumerate(frontier) if i not in hoisted and v.aval.dtype == np.bool_]
+    if lost:
+        raise PythonValueUnknown(
+            "compares floats computed from the index and constants (Python compares them "
+            "in float64, a staged loop in float32) in a way whose result it cannot follow")
     if not hoisted:
         return None
     taken = [frontier[i] for i in hoisted]

@@ -169,8 +169,13 @@ def scan_for(seq: Seq, k0: int, body, state, names, extra_test):
     extra = [intervals.known(x) for x in jax.tree_util.tree_leaves(xs)]
     finals = _refuse_int_overflow(closed, carry, k0, extra, seq.n - k0, to_end=True)
     # Python floats of the index (`i * 0.1`): the values plain `jax.jit` computes, scanned
-    hoisted = (intervals.hoist_python_floats(closed, len(carry.arrays), k0, seq.n - 1, extra)
-               if type(seq.n) is int else None)
+    try:
+        hoisted = (intervals.hoist_python_floats(closed, len(carry.arrays), k0, seq.n - 1, extra)
+                   if type(seq.n) is int else None)
+    except intervals.PythonValueUnknown as e:
+        raise PythonMeaningError(
+            "a staged loop would compute its index's numbers differently from Python",
+            observed=f"the body {e}") from None
     tables: list = []
     if hoisted is not None:
         closed, tables = hoisted
