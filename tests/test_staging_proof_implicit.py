@@ -18,6 +18,7 @@ Python's own still let a loop stage.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import jax
@@ -218,8 +219,160 @@ def unpacked_from_one_of_two_objects(x):
     return x
 
 
+class Noisy:
+    def __radd__(self, other):
+        CALLS.append("radd")
+        return other + 0.5
+
+    def __rmul__(self, other):
+        CALLS.append("rmul")
+        return other * 0.5
+
+
+NOISY = Noisy()
+
+
+def augmented_with_an_object(x):
+    for i in range(TRIPS):
+        x += NOISY
+    return x
+
+
+@dataclasses.dataclass
+class Settings:
+    v: float = 1.0
+
+    def __bool__(self):
+        CALLS.append("bool")
+        return True
+
+    @property
+    def scaled(self):
+        CALLS.append("property")
+        return self.v * 2.0
+
+
+SETTINGS = Settings()
+BY_NAME = {"k": SETTINGS}
+
+
+def dataclass_tested_for_truth(x):
+    for i in range(TRIPS):
+        if SETTINGS:
+            x = x * 0.5 + 1.0
+    return x
+
+
+def property_of_a_dict_item(x):
+    for i in range(TRIPS):
+        x = x * 0.5 + BY_NAME.get("k").scaled
+    return x
+
+
+@dataclasses.dataclass
+class Layer:
+    w: float
+
+    def apply(self, x):
+        CALLS.append("apply")
+        return x * self.w
+
+
+LAYERS = [Layer(0.5), Layer(0.9)]
+
+
+def method_of_a_list_item(x):
+    for i in range(TRIPS):
+        for layer in LAYERS:
+            x = layer.apply(x)
+        x = x + 1.0
+    return x
+
+
+def _recorded_step(x):
+    CALLS.append("step")
+    return x * 0.5
+
+
+PARTIAL_STEP = jax.tree_util.Partial(_recorded_step)
+
+
+def jax_partial_of_a_helper(x):
+    for i in range(TRIPS):
+        x = PARTIAL_STEP(x) + 1.0
+    return x
+
+
+class AsArray:
+    def __jax_array__(self):
+        CALLS.append("jax_array")
+        return jnp.float32(1.0)
+
+
+AS_ARRAY = AsArray()
+
+
+def object_handed_to_jnp(x):
+    for i in range(TRIPS):
+        x = x * 0.5 + jnp.asarray(AS_ARRAY)
+    return x
+
+
+class Meta(type):
+    def __instancecheck__(cls, obj):
+        CALLS.append("instancecheck")
+        return True
+
+
+class Checked(metaclass=Meta):
+    pass
+
+
+def isinstance_with_a_metaclass(x):
+    for i in range(TRIPS):
+        if isinstance(x, Checked):
+            x = x * 0.5
+        x = x + 1.0
+    return x
+
+
+def _scaler(s):
+    def g(x):
+        return x * s
+    return g
+
+
+BY_HALF, BY_NOISY = _scaler(0.5), _scaler(NOISY)
+
+
+def two_closures_of_one_function(x):
+    for i in range(TRIPS):
+        x = BY_HALF(x)
+        x = BY_NOISY(x) + 1.0
+    return x
+
+
+class Key2(Key):
+    def __index__(self):
+        CALLS.append("index")
+        return 0
+
+
+KEY2 = Key2()
+WEIGHTS = [0.5, 0.25]
+
+
+def object_as_a_key_and_an_index(x):
+    for i in range(TRIPS):
+        x = x + TABLE.get(1, 0.0) * WEIGHTS[KEY2]
+    return x
+
+
 @pytest.mark.parametrize("fn", [
-    len_of_one_of_two_objects, unpacked_from_one_of_two_objects, if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
+    len_of_one_of_two_objects, unpacked_from_one_of_two_objects, augmented_with_an_object,
+    dataclass_tested_for_truth, property_of_a_dict_item, method_of_a_list_item,
+    jax_partial_of_a_helper, object_handed_to_jnp, isinstance_with_a_metaclass,
+    two_closures_of_one_function, object_as_a_key_and_an_index, if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
     dict_display_of_object, format_of_object, property_in_a_format, module_getattr,
     class_getitem, object_handed_to_map, object_handed_to_tree_map,
     builtin_method_handed_to_sorted])
@@ -297,8 +450,43 @@ def modular_power_of_index(x):
     return x
 
 
+class Offset:
+    def __radd__(self, other):
+        return other * 2 if isinstance(other, int) else other * 3
+
+
+OFFSET = Offset()
+FORMAT = "w%s"
+
+
+def index_plus_an_object_that_tests_for_int(x):
+    for i in range(TRIPS):
+        k = i
+        k += OFFSET
+        x = x + k
+    return x
+
+
+def index_formatted_by_a_string_in_a_name(x):
+    for i in range(TRIPS):
+        x = x + len(FORMAT % i)
+    return x
+
+
+def _class_of(k):
+    return 1.0 if k.__class__ is int else 2.0
+
+
+def class_of_the_index(x):
+    for i in range(TRIPS):
+        x = x * 0.5 + _class_of(i)
+    return x
+
+
 @pytest.mark.parametrize("fn", [float_of_index_compared, float_of_index_compared_in_a_helper,
                                 float_of_index_through_max,
+                                index_plus_an_object_that_tests_for_int,
+                                index_formatted_by_a_string_in_a_name, class_of_the_index,
                                 float64_items_compared, float64_items_in_arithmetic,
                                 int64_items_divided, modular_power_of_index])
 def test_numbers_keep_their_python_meaning(fn):

@@ -248,19 +248,34 @@ def kind_of(value: Any, *, carried: bool = False, _depth: int = 0) -> Val:
         return Val(Kind.TRACED, container=False)
     if _is_numpy_array(value):  # changed in place by `a[i] = v`
         return Val(concrete, obj=value, container=True)
-    if _is_array(value) or isinstance(value, _IMMUTABLE):
-        return Val(concrete, container=False)
+    if _is_array(value) or type(value) in _IMMUTABLE:
+        return Val(concrete, obj=value if type(value) in (str, bytes) else _UNSET,
+                   container=False)
     if isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
                           type, functools.partial, types.MethodType)):
         return Val(Kind.PYTHON, obj=value, container=False)
     plain = type(value) in (tuple, list, dict) or (
         isinstance(value, tuple) and hasattr(type(value), "_fields"))  # namedtuples
-    if _depth < 4 and plain and len(value) <= 4096:
-        items = value.values() if isinstance(value, dict) else value
+    if plain and isinstance(value, tuple) and not _plain_tuple(type(value)):
+        return Val(Kind.OBJECT, obj=value)  # a namedtuple with methods of its own
+    if _depth < 4 and plain and (dict.__len__(value) if isinstance(value, dict)
+                                 else tuple.__len__(value) if isinstance(value, tuple)
+                                 else list.__len__(value)) <= 4096:
+        items = (dict.values(value) if isinstance(value, dict)
+                 else tuple.__iter__(value) if isinstance(value, tuple) else list.__iter__(value))
         kind = NOTHING
+        if isinstance(value, dict) and any(kind_of(k, _depth=4).kind & Kind.OBJECT
+                                           for k in dict.keys(value)):
+            kind |= Kind.OBJECT  # keys of the program's own classes: hashed, compared
         for item in items:
             kind |= kind_of(item, carried=carried, _depth=_depth + 1).kind
+            if dataclasses.is_dataclass(item) and not isinstance(item, type) and _own_behaviour(
+                    type(item), methods=True):
+                kind |= Kind.OBJECT  # read from the container, its methods are unknown
         return Val(kind or concrete, obj=value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and _own_behaviour(
+            type(value)):
+        return Val(Kind.OBJECT, obj=value)
     if _depth < 4 and dataclasses.is_dataclass(value) and not isinstance(value, type):
         kind = NOTHING
         for f in dataclasses.fields(value):
@@ -268,6 +283,52 @@ def kind_of(value: Any, *, carried: bool = False, _depth: int = 0) -> Val:
                             _depth=_depth + 1).kind
         return Val(kind or concrete, obj=value)
     return Val(Kind.OBJECT, obj=value)
+
+
+# special methods Python calls with no call in the source; a class of the program's own
+# that defines one (beyond those `dataclasses` and `namedtuple` generate) is an object
+_IMPLICIT = ("__bool__", "__len__", "__iter__", "__contains__", "__getitem__", "__hash__",
+             "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__format__",
+             "__str__", "__repr__", "__getattr__", "__getattribute__", "__index__",
+             "__int__", "__float__", "__complex__", "__round__", "__abs__", "__neg__",
+             "__pos__", "__invert__", "__jax_array__", "__array__", "tree_flatten") + tuple(
+    f"__{p}{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                              "matmul", "and", "or", "xor", "lshift", "rshift", "divmod")
+    for p in ("", "r", "i"))
+
+
+@functools.lru_cache(maxsize=512)
+def _own_behaviour(cls: type, methods: bool = False) -> bool:
+    """Whether instances of ``cls`` run code of the program's own where Python calls a
+    special method (or a property); with ``methods``, also through methods of their
+    own (an object whose identity the proof loses, an item of a list, has methods the
+    proof cannot follow)."""
+    for klass in cls.__mro__:
+        if klass.__module__ == "builtins" or _library_class(klass):
+            continue
+        for name, attr in vars(klass).items():
+            if name in ("__init__", "__post_init__", "__setattr__", "__delattr__",
+                        "__match_args__", "tree_unflatten"):
+                continue
+            fn = getattr(attr, "__func__", attr)
+            if isinstance(fn, types.FunctionType):
+                if fn.__code__.co_filename == "<string>":
+                    continue  # made by `dataclasses` or `namedtuple`
+                if name in _IMPLICIT or (methods and not name.startswith("__")):
+                    return True
+            elif isinstance(attr, (property, functools.cached_property)):
+                return True
+    return False
+
+
+def _library_class(klass: type) -> bool:
+    module = sys.modules.get(klass.__module__)
+    return module is not None and _library_file(module)
+
+
+def _plain_tuple(cls: type) -> bool:
+    """A ``namedtuple`` class (or ``tuple``) with no code of the program's own."""
+    return cls is tuple or not _own_behaviour(cls)
 
 
 def _unassigned(value) -> bool:
@@ -628,9 +689,12 @@ class _Body:
     def s_AugAssign(self, s):
         target = s.target
         load = _as_load(target)
-        val = _data(self.expr(load), self.expr(s.value),
-                    container=self.expr(load).container and isinstance(s.op, gast.Add))
-        self.store(target, val)
+        left, right = self.expr(load), self.expr(s.value)
+        self.operands(s, left, right)  # `x += obj` runs `obj.__radd__`
+        if isinstance(s.op, gast.Mod) and right.kind & STAGED and _may_be_text(left, load):
+            raise _Blocked("it formats a value computed from the loop index with `%=`", s)
+        self.store(target, _data(left, right,
+                                 container=left.container and isinstance(s.op, gast.Add)))
 
     def s_Return(self, s):
         self.returns.append(self.expr(s.value) if s.value is not None
@@ -797,8 +861,8 @@ class _Body:
     def e_BinOp(self, e):
         left, right = self.expr(e.left), self.expr(e.right)
         self.operands(e, left, right)
-        if isinstance(e.op, gast.Mod) and isinstance(e.left, gast.Constant) and isinstance(
-                e.left.value, str) and right.kind & STAGED:
+        if isinstance(e.op, gast.Mod) and right.kind & STAGED and _may_be_text(left, e.left):
+            # `"w%s" % i`, or `FMT % i` with a string held in a name
             raise _Blocked("it formats a value computed from the loop index with `%`", e)
         return _data(left, right, container=left.container and right.container)
 
@@ -874,6 +938,10 @@ class _Body:
     def e_Subscript(self, e):
         base = self.expr(e.value)
         key = self.expr(e.slice)
+        if _runs_code(key, HASHING + ("__index__",)) and not (
+                key.obj is not _UNSET and isinstance(key.obj, (type, types.ModuleType))):
+            raise _Blocked(f"it uses `{_text(e.slice)}` as a key or index, an object whose "
+                           f"`__hash__` or `__index__` is not known to be free of effects", e)
         if base.at:
             return Val(_data(base, key).kind, container=False, at=True)
         if base.obj is not _UNSET and base.obj is not _UNKNOWN_CALLEE:
@@ -916,6 +984,10 @@ class _Body:
             raise _Blocked(f"it reads `{_text(e)}` of an object the proof does not know", e)
         if base.at:  # x.at[i].set
             return Val(base.kind, container=False, at=True)
+        if base.kind & STAGED and name not in _ARRAY_ATTRIBUTES | _ARRAY_VIEWS:
+            # unrolled, a Python int (or NumPy number): `i.__class__`, `i.bit_length`
+            raise _Blocked(f"it reads `{_text(e)}` of a value computed from the loop index, "
+                           f"which is a Python number unrolled and an array staged", e)
         if name in _ARRAY_ATTRIBUTES:
             return Val(Kind.PYTHON, container=True)
         if name in _ARRAY_VIEWS:
@@ -1247,7 +1319,8 @@ class _Body:
 
     def call_object(self, obj, what, args, keywords, vals, kw, e, outside=False) -> Val:
         every = vals + list(kw.values())
-        if obj in _PURE_BUILTINS if _hashable(obj) else False:
+        if isinstance(obj, (types.BuiltinFunctionType, type)) and _hashable(obj) and (
+                obj in _PURE_BUILTINS):
             return self.builtin(obj, what, args, keywords, vals, every, e)
         if isinstance(obj, types.BuiltinMethodType) and isinstance(
                 getattr(obj, "__self__", None), (list, dict, set, tuple, str, bytes)):
@@ -1260,7 +1333,9 @@ class _Body:
                 raise _Blocked(f"it passes a value computed from the loop index to `{what}`",
                                e)
             self.container_read(what, every, e)
-            return _data(*every, container=True) if every else Val(Kind.PYTHON)
+            out = _data(*every, container=True) if every else Val(Kind.PYTHON)
+            # (`D.get(k)`, `D.values()`: the container's objects, whose code is unknown)
+            return Val(out.kind | (kind_of(obj.__self__).kind & Kind.OBJECT), container=True)
         if _is_module_function(obj, ("math", "cmath")):
             if any(v.kind & (STAGED | Kind.OBJECT) for v in every):
                 raise _Blocked(f"it passes a value computed from the loop index to `{what}`, "
@@ -1287,7 +1362,17 @@ class _Body:
                 if _is_function_val(v):
                     self.call(v, node, args, keywords, e)
             return _data(*every, container=True)
+        if isinstance(obj, functools.partial):  # `jax.tree_util.Partial` too
+            inner = Val(Kind.PYTHON, obj=obj.func, container=False)
+            bound = [kind_of(a) for a in obj.args] + [kind_of(v) for v in obj.keywords.values()]
+            return self.call_function(inner.obj, what, bound + every, e)
         if _is_pure_jax(obj):
+            for v in every:
+                # an object of the program's own handed over as data: JAX runs its
+                # `__jax_array__` or its pytree flattening
+                if (v.kind & Kind.OBJECT and not _is_function_val(v) and not _foreign_callable(v)
+                        and (v.obj is _UNSET or not _library_class(type(v.obj)))):
+                    raise _Blocked(f"it hands an object the proof does not know to `{what}`", e)
             self.prove_function_args(args, keywords, every)
             return _data(*every, container=True)
         if _DO_NOT_CONVERT(obj):
@@ -1360,6 +1445,13 @@ class _Body:
             if obj in (str, repr, format, ascii) and any(v.kind & Kind.OBJECT for v in every):
                 raise _Blocked(f"it calls `{what}` of an object whose formatting is not known",
                                e)
+            if obj in (isinstance, issubclass) and len(args) == 2 and vals[1].obj is not _UNSET:
+                classes = vals[1].obj if isinstance(vals[1].obj, tuple) else (vals[1].obj,)
+                if any(isinstance(c, type) and (_own_method(type(c), "__instancecheck__")
+                                                or _own_method(type(c), "__subclasscheck__"))
+                       for c in classes):
+                    raise _Blocked(f"it calls `{what}` with a class whose metaclass checks "
+                                   f"instances with code of its own", e)
             if obj in (hash, iter) and any(_runs_code(v, HASHING if obj is hash else MEMBERSHIP)
                                            for v in every):
                 raise _Blocked(f"it calls `{what}` of an object whose `__{obj.__name__}__` is "
@@ -1374,8 +1466,9 @@ class _Body:
             if v.kind & Kind.OBJECT and obj not in (len, tuple, list, dict, zip, enumerate,
                                                     reversed, iter):
                 raise _Blocked(f"it calls `{what}` of an object the proof does not know", e)
-            if v.kind & Kind.OBJECT and v.obj is not _UNSET and not isinstance(
-                    v.obj, (list, tuple, dict)):
+            if v.kind & Kind.OBJECT and v.obj is not _UNSET and not (
+                    type(v.obj) in (list, tuple, dict) or (
+                        isinstance(v.obj, tuple) and _plain_tuple(type(v.obj)))):
                 raise _Blocked(f"it calls `{what}` of a `{type(v.obj).__name__}`", e)
             if v.kind & Kind.OBJECT and v.obj is _UNSET and not v.fresh:
                 # not a list or tuple the body built: it may be the object itself, whose
@@ -1404,6 +1497,12 @@ class _Body:
             return Val(_join(every).kind if every else Kind.PYTHON, container=True)
         init = getattr(cls, "__init__", None)
         generated = getattr(getattr(init, "__code__", None), "co_filename", "") == "<string>"
+        factories = [f.default_factory for f in dataclasses.fields(cls)
+                     if f.default_factory is not dataclasses.MISSING] if dataclasses.is_dataclass(
+            cls) else []
+        if any(not (isinstance(f, type) and f.__module__ == "builtins") for f in factories):
+            raise _Blocked(f"it constructs a `{what}`, whose fields' default factories are "
+                           f"not known to be free of effects", e)
         if dataclasses.is_dataclass(cls) and generated and not hasattr(cls, "__post_init__"):
             for v in every:
                 if v.kind & Kind.OBJECT:
@@ -1428,7 +1527,8 @@ class _Body:
         node = _function_node(fn)
         if node is None:
             raise _Blocked(f"it calls `{what}`, whose source is not available", e)
-        return self.call_body(fn.__code__, node, Scope(fn), fn.__code__.co_filename, what, vals,
+        return self.call_body((fn.__code__, _closure_ids(fn)), node, Scope(fn),
+                              fn.__code__.co_filename, what, vals,
                               e, kw, defaults=fn, fill=fill)
 
     def call_body(self, key, node, scope: Scope, filename, what, vals, e, kw, defaults,
@@ -1459,6 +1559,18 @@ class _Body:
         return out
 
 
+def _closure_ids(fn: types.FunctionType) -> tuple:
+    """What ``fn``'s closure holds, by identity: two closures of one ``def`` are proven
+    apart (one may hold an object the other does not)."""
+    ids: list[int | None] = []
+    for cell in fn.__closure__ or ():
+        try:
+            ids.append(id(cell.cell_contents))
+        except ValueError:  # an empty cell
+            ids.append(None)
+    return tuple(ids)
+
+
 def _signature(vals) -> tuple:
     """What the proof of a function depends on in its arguments."""
     return tuple((v.kind, v.container, v.fresh, v.at, v.outside,
@@ -1481,10 +1593,21 @@ HASHING = ("__hash__", "__eq__")
 FORMATTING = ("__format__", "__str__", "__repr__")
 
 
+def _may_be_text(val: Val, node) -> bool:
+    """Whether ``val`` (the left side of ``%``) may be a string: a Python value not
+    known to be a number (a traced array, or a value of the index, is one)."""
+    if val.kind & (Kind.TRACED | STAGED) and not val.kind & (Kind.PYTHON | Kind.OBJECT):
+        return False
+    if isinstance(node, gast.Constant):
+        return isinstance(node.value, (str, bytes))
+    return not isinstance(val.obj, (int, float, complex)) or isinstance(val.obj, bool)
+
+
 def _runs_code(val: Val, methods: tuple[str, ...]) -> bool:
     """Whether using ``val`` this way (a truth test, ``in``, a hash, a format) may run
     code of an object the proof does not know: a value that may be an object, unless
-    it is known by identity and its type takes all of ``methods`` from built-ins."""
+    it is known by identity and its type has none of ``methods`` of the program's own
+    (Python's, a library's, or what `dataclasses` generates)."""
     if not val.kind & Kind.OBJECT:
         return False
     obj = val.obj
@@ -1492,7 +1615,21 @@ def _runs_code(val: Val, methods: tuple[str, ...]) -> bool:
         return True
     if isinstance(obj, (gast.AST, _Transformed, SourceFunction)):
         return False
-    return not all(_plain(type(obj), m) for m in methods)
+    return any(_own_method(type(obj), m) for m in methods)
+
+
+def _own_method(cls: type, name: str) -> bool:
+    """Whether ``cls`` takes ``name`` from a class of the program's own (not from
+    Python, a library, or code `dataclasses`/`namedtuple` generate)."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            if klass.__module__ == "builtins" or _library_class(klass):
+                return False
+            attr = vars(klass)[name]
+            fn = getattr(attr, "__func__", attr)
+            return not (isinstance(fn, types.FunctionType)
+                        and fn.__code__.co_filename == "<string>")
+    return False
 
 
 def _library_subscript(cls: type) -> bool:
@@ -1580,6 +1717,8 @@ def _numpy_effect(obj) -> bool:
 
 
 def _hashable(obj) -> bool:
+    if _own_method(type(obj), "__hash__"):
+        return False  # it would run the program's own code
     try:
         hash(obj)
     except TypeError:

@@ -40,8 +40,9 @@ only where the body has no effect and never uses the index as a Python value.
   - ``try_int``: ``try: m = int(t) except TypeError: ...`` in a helper;
   - ``implicit``: a helper that runs code with no call in its source, on an object
     whose special methods record that they ran (``if WATCH:``, ``not WATCH``,
-    ``t in WATCH``, ``WD.get(WATCH, ...)``, ``"{}".format(WATCH)``), or compares a
-    float of the index (``t * 0.1 > 0.3``, float64 in Python, float32 staged);
+    ``t in WATCH``, ``WD.get(WATCH, ...)``, ``"{}".format(WATCH)``, ``y += WATCH``),
+    compares a float of the index (``t * 0.1 > 0.3``, float64 in Python, float32
+    staged) or formats the index with a string held in a name (``FMT % t``);
 
 * each helper called directly or, a quarter of the time, through what the
   proof must see through: a helper of its own (``via_log_step0(p, q)``), a
@@ -157,9 +158,14 @@ class Watch:
         WATCHED.append("format")
         return "w"
 
+    def __radd__(self, other):
+        WATCHED.append("radd")
+        return other + 0.25
+
 
 WATCH = Watch()
 WD = {1: 0.5}
+FMT = "w%s"
 '''
 
 # what a helper does with `WATCH` (code Python runs without a call in the source), or
@@ -171,6 +177,8 @@ _IMPLICIT_BODIES = (
     ["    return y + WD.get(WATCH, 0.125)"],
     ['    return y + len("{}".format(WATCH)) * 0.25'],
     ["    return y + (1.0 if t * 0.1 > 0.3 else 0.0)"],
+    ["    y += WATCH", "    return y"],
+    ["    return y + len(FMT % t) * 0.25"],
 )
 
 

@@ -159,7 +159,8 @@ def test_staging_proof_programs_draw_every_kind_in_long_static_loops():
     marks = {"log_helper": "LOGGER.", "stringio_helper": "BUF.", "global_counter": "def bump(",
              "singledispatch": "@functools.singledispatch", "closure_list": "_make_acc()",
              "dict_key": "PD", "tuple_format": "(pair)", "no_convert": "do_not_convert",
-             "isinstance_helper": "isinstance(t", "try_int": "int(t)", "pure_helper": "def pure0("}
+             "isinstance_helper": "isinstance(t", "try_int": "int(t)", "pure_helper": "def pure0(",
+             "implicit": "def peek("}
     seen = set()
     for s in range(60):
         prog = grammar.generate(grammar.RandomChooser(s), proof=True)
