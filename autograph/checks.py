@@ -40,6 +40,18 @@ class _Checker(gast.NodeVisitor):
 
     visit_YieldFrom = visit_Yield
 
+    def _reserved(self, node, name: str | None):
+        if name == "ag__":
+            self._reject(node, "a variable named `ag__` is not supported in converted "
+                               "functions", "rename the variable",
+                         observed="`ag__` is the name converted code calls its runtime by")
+
+    def visit_Name(self, node):
+        self._reserved(node, node.id)
+
+    def visit_arg(self, node):
+        self._reserved(node, node.arg)
+
     def visit_AsyncFunctionDef(self, node):
         self._reject(node, "`async def` is not supported in converted functions",
                      "convert a synchronous function")

@@ -173,6 +173,22 @@ else:
             return cls
 
 
+def _signature(specs) -> tuple:
+    """``input_signature`` as a tuple, one spec (or pytree of specs) per argument; a
+    clear error for anything else."""
+    if not isinstance(specs, (list, tuple)):
+        raise TypeError(f"input_signature takes a list of `autograph.TensorSpec`s, one per "
+                        f"argument; got {specs!r}")
+    for k, spec in enumerate(specs):
+        for leaf in jax.tree_util.tree_leaves(spec):
+            if not isinstance(leaf, jax.ShapeDtypeStruct):
+                raise TypeError(f"input_signature[{k}] holds {leaf!r}; give an "
+                                f"`autograph.TensorSpec(shape, dtype)` (or a "
+                                f"`jax.ShapeDtypeStruct`), such as `TensorSpec([None], "
+                                f"jnp.float32)`")
+    return tuple(specs)
+
+
 class Function(_Signature[_P, _R], functools.partial, FunctionBase):
     """A converted, ``jax.jit``-compiled function with ``tf.function``'s habits.
 
@@ -205,7 +221,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
         plain, _ = unwrap(fn)
         self._name = getattr(plain, "__qualname__", getattr(plain, "__name__", "function"))
         self._target = api.convert(fn, strict=strict) if autograph else fn
-        self.input_signature = None if input_signature is None else tuple(input_signature)
+        self.input_signature = None if input_signature is None else _signature(input_signature)
         self.reduce_retracing = reduce_retracing
         self._jit_kwargs = jit_kwargs
         self._user_argnums = _as_tuple(jit_kwargs.pop("static_argnums", None))
@@ -834,6 +850,13 @@ def function(fn: Callable | None = None, *, input_signature=None, autograph: boo
       1
     """
     def wrap(f):
+        if isinstance(f, Function):  # `function(function(f))`: `f`, with the options of
+            # the inner one where these leave theirs as by default
+            given = {k: v for k, v, default in (
+                ("input_signature", input_signature, None), ("autograph", autograph, True),
+                ("reduce_retracing", reduce_retracing, False), ("strict", strict, None))
+                if v is not default}
+            return Function(f.python_function, **{**f._options, **given, **jit_kwargs})
         options = _transforms.jit_options(f) if _transforms.is_jit(f) else None
         if options is not None:  # a `jax.jit` function: its options, then the given ones
             f, jit_kwargs_ = f.__wrapped__, {**options, **jit_kwargs}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Sequence
 
 import jax
@@ -13,6 +14,29 @@ import numpy as np
 # so that specs can be used together (a trace mixes dimensions of all args).
 _SCOPE = jax.export.SymbolicScope()
 _NAMES = itertools.count()
+
+
+def _shape(shape) -> tuple:
+    """``shape`` as a tuple of sizes (ints of 0 or more) and ``None``s; a clear error
+    for anything else."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"TensorSpec takes a shape as a sequence of sizes and `None`s, such as "
+                        f"`[None, 3]`; got {shape!r}")
+    out: list[int | None] = []
+    for d in shape:
+        if d is None:
+            out.append(None)
+            continue
+        try:
+            n = operator.index(d)
+        except TypeError:
+            raise TypeError(f"TensorSpec: a size of the shape {shape!r} is {d!r}; sizes are "
+                            f"ints of 0 or more, or `None` for any size") from None
+        if n < 0:
+            raise ValueError(f"TensorSpec: the shape {shape!r} has the size {n}; sizes are 0 "
+                             f"or more, or `None` for any size")
+        out.append(n)
+    return tuple(out)
 
 
 class TensorSpec(jax.ShapeDtypeStruct):
@@ -38,7 +62,7 @@ class TensorSpec(jax.ShapeDtypeStruct):
     """
 
     def __init__(self, shape: Sequence[int | None], dtype, name: str | None = None):
-        declared = tuple(None if d is None else int(d) for d in shape)
+        declared = _shape(shape)
         unknown = [i for i, d in enumerate(declared) if d is None]
         actual: tuple  # symbolic sizes (jax.export dimension expressions) where unknown
         if unknown:

@@ -234,3 +234,37 @@ def test_concrete_function_pytree_argument():
     spec = TensorSpec([2], jnp.float32)
     cf = add.get_concrete_function((spec, spec))
     np.testing.assert_allclose(cf((jnp.ones(2), jnp.ones(2))), [2.0, 2.0])
+
+
+def test_a_function_of_a_function_wraps_the_same_python_function():
+    @autograph.function(input_signature=[autograph.TensorSpec([], jnp.float32)])
+    def h(x):
+        if x > 0:
+            return x
+        return -x
+
+    again = autograph.function(h, reduce_retracing=True)
+    assert again.python_function is h.python_function
+    assert again.input_signature == h.input_signature  # the inner options are kept
+    assert float(again(jnp.float32(-2.0))) == 2.0 == float(h(jnp.float32(-2.0)))
+
+
+@pytest.mark.parametrize("signature,error,words", [
+    (3, TypeError, "a list of `autograph.TensorSpec`s"),
+    (["float32"], TypeError, "input_signature[0] holds 'float32'"),
+])
+def test_a_malformed_input_signature_is_a_clear_error(signature, error, words):
+    with pytest.raises(error) as e:
+        autograph.function(lambda x: x + 1, input_signature=signature)
+    assert words in str(e.value)
+
+
+@pytest.mark.parametrize("shape,error,words", [
+    ("abc", TypeError, "a sequence of sizes"),
+    ([-2], ValueError, "has the size -2"),
+    ([1.5], TypeError, "is 1.5"),
+])
+def test_a_malformed_tensor_spec_shape_is_a_clear_error(shape, error, words):
+    with pytest.raises(error) as e:
+        TensorSpec(shape, jnp.float32)
+    assert words in str(e.value)

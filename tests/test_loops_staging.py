@@ -566,3 +566,19 @@ def test_an_inner_range_of_the_staged_outer_index_with_an_early_return(fn):
         v = jnp.ones(18).at[k].set(-1.0).at[(k + 3) % 18].set(9.0)
         assert int(jf(v)) == fn(v), (fn.__name__, k)
     assert int(jf(jnp.ones(18))) == fn(jnp.ones(18))
+
+
+def traced_maximum(x, n):
+    while x > 0:
+        autograph.set_loop_options(maximum_iterations=n)
+        x = x - 1
+    return x
+
+
+def test_a_traced_maximum_iterations_of_a_staged_while_is_a_clear_error():
+    with pytest.raises(autograph.errors.LoopOptionsError, match="as a Python int") as e:
+        jax.jit(autograph.convert(traced_maximum))(jnp.float32(5.0), jnp.int32(3))
+    assert "test_loops_staging.py" in str(e.value)
+    # a Python int works, traced or not
+    assert float(jax.jit(autograph.convert(traced_maximum), static_argnums=1)(
+        jnp.float32(5.0), 3)) == 2.0

@@ -39,7 +39,14 @@ def walrus_in_while_test(x):
     return x
 
 
+def named_like_the_runtime(ag__):
+    if ag__ > 0:
+        return ag__
+    return -ag__
+
+
 CASES = [
+    (named_like_the_runtime, "`ag__`", "if ag__ > 0"),
     (gen, "`yield`", "yield y"),
     (gen_from, "`yield`", "yield from"),
     (walrus_in_while_test, "`:=` in the condition of a `while` loop with an `else:`",

@@ -233,6 +233,14 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
             if trips is None and bound is not None and is_traced(state[bound.position]):
                 trips = first_trips
             maximum = options.maximum_iterations
+            if is_traced(maximum):
+                raise errors.LoopOptionsError(
+                    "a staged `while` loop takes `set_loop_options(maximum_iterations=...)` "
+                    "as a Python int", observed="`maximum_iterations` is a traced array, and "
+                    "it sizes the loop's compiled form",
+                    fix="pass a Python int (a static argument of `jax.jit`, or a constant); "
+                        "for a bound known only when the program runs, test it in the loop's "
+                        "condition (`while i < n and ...`)")
             if maximum is not None and ran:
                 if ran >= maximum:
                     return state
