@@ -765,3 +765,16 @@ def test_a_branch_that_draws_from_an_array_iterator_is_refused():
     with pytest.raises(autograph.BranchError, match="position of a `generator`"):
         jax.jit(autograph.convert(draws_from_its_iterator_in_a_branch))(
             jnp.arange(6.0), jnp.float32(100.0))
+
+
+def adds_to_a_local_set(x):
+    seen_values = set()
+    if x > 0:
+        seen_values.add(1)
+    return x
+
+
+def test_a_local_set_changed_in_a_staged_branch_is_named():
+    with pytest.raises(autograph.errors.BranchError) as e:
+        jax.jit(autograph.convert(adds_to_a_local_set))(jnp.float32(2.0))
+    assert "`seen_values`" in str(e.value) and "<input" not in str(e.value)

@@ -268,8 +268,15 @@ class OuterState:
         self._owned = owned
         self._in_place = in_place
 
+        # a value the block is given but does not hand back (`s` of `s.add(1)`) is named
+        # by the block function's parameter it arrives as
+        params: tuple = ()
+        if fns:
+            code = fns[0].__code__
+            params = code.co_varnames[:code.co_argcount]
         for i, value in enumerate(values):
-            label = carried[i] if i < len(carried) else f"<input {i}>"
+            label = (carried[i] if i < len(carried) else params[i] if i < len(params)
+                     else f"<input {i}>")
             self._state(value, (None, label))
         self._queue.extend(reversed(fns))
         self._drain()
