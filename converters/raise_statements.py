@@ -7,7 +7,10 @@ and records that the user raised it. Inside a staged branch, such an
 exception is deferred: it is raised when the program takes that branch at run
 time, as Python would. Any other exception met while tracing a branch (an
 error of JAX, of a library, of the program's types) propagates at once. A
-bare `raise` (re-raising in an `except`) is left as it is. The formatting in
+bare `raise` in an `except` block is left as it is; elsewhere (a helper called
+from its caller's handler, or a mistake) it becomes ``raise ag__.reraised()``:
+the exception being handled, or Python's `RuntimeError` when none is, which a
+staged branch raises only when taken. The formatting in
 its arguments (``raise ValueError(f"bad {x:.2f}")``, ``"bad {}".format(x)``,
 see ``print_calls``) is done when the branch raises at run time. Inside the body of
 a `try` it becomes ``ag__.raised(E, in_try=True)``: no handler could catch it
@@ -32,27 +35,33 @@ KEEPS = (Analysis.SCOPES,)  # wraps the raised expression: no name is bound or r
 
 _RAISED = templates.Template("ag__.raised(EXC)")
 _RAISED_IN_TRY = templates.Template("ag__.raised(EXC, in_try=True)")
+_RERAISED = templates.Template("ag__.reraised()")
 
 
 class _Transformer(LocalNamesTransformer):
     def __init__(self, ctx: Context):
         super().__init__(ctx)
         self.try_depth = 0
+        self.handler_depth = 0
 
     def visit_FunctionDef(self, node):
-        depth, self.try_depth = self.try_depth, 0  # a nested function's own `try`s
+        # a nested function's own `try`s and handlers
+        depth, self.try_depth = self.try_depth, 0
+        handlers, self.handler_depth = self.handler_depth, 0
         try:
             return super().visit_FunctionDef(node)
         finally:
-            self.try_depth = depth
+            self.try_depth, self.handler_depth = depth, handlers
 
     def visit_Try(self, node: gast.Try):
         # a `raise` in the body may be caught by this `try`'s own handlers
         self.try_depth += 1
         node.body = [self.visit(s) for s in node.body]
         self.try_depth -= 1
+        self.handler_depth += 1
         for h in node.handlers:
             self.visit(h)
+        self.handler_depth -= 1
         node.orelse = [self.visit(s) for s in node.orelse]
         node.finalbody = [self.visit(s) for s in node.finalbody]
         return node
@@ -65,6 +74,10 @@ class _Transformer(LocalNamesTransformer):
         if node.exc is not None:
             template = _RAISED_IN_TRY if self.try_depth else _RAISED
             node.exc = template.substitute_expr(node.exc, EXC=node.exc)
+        elif not self.handler_depth and not self.try_depth:
+            # a bare `raise` outside any handler: what is being handled when it runs, or
+            # Python's RuntimeError (in a staged branch, when the branch is taken)
+            node.exc = _RERAISED.substitute_expr(node)
         return node
 
 

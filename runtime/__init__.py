@@ -35,13 +35,14 @@ from .python.patterns import (
     match_attr,
     sequence_rest,
 )
-from .python.side_effects import assert_, in_flight, print_, raised
+from .python.side_effects import assert_, in_flight, print_, raised, reraised
 from .python.strings import format_, fstring, percent_format, repr_, str_, str_format
 
 __all__ = [
     "converted_call", "in_", "if_stmt", "if_exp", "and_", "or_", "not_", "while_stmt",
     "for_stmt", "Bound", "operator", "range_", "enumerate_", "zip_", "reversed_", "Undefined",
-    "UndefinedReturn", "print_", "assert_", "ld", "raised", "in_flight", "outer_assigned",
+    "UndefinedReturn", "print_", "assert_", "ld", "raised", "reraised", "in_flight",
+    "outer_assigned",
     "setitem", "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format",
     "percent_format", "Construct",
     "is_sequence", "item_from_end", "sequence_rest", "is_mapping", "mapping_rest",

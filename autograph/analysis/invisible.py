@@ -391,7 +391,7 @@ _AG_PURE = frozenset({"range_", "enumerate_", "zip_", "reversed_", "and_", "or_"
                       "if_exp", "in_", "ld", "Undefined", "UndefinedReturn", "is_sequence",
                       "is_mapping", "has_match_attrs", "match_attr", "sequence_rest",
                       "mapping_rest", "item_from_end", "Bound", "operator", "assert_",
-                      "raised", "in_flight", "outer_assigned", "len_", "str_", "repr_"})
+                      "raised", "reraised", "in_flight", "outer_assigned", "len_", "str_", "repr_"})
 _AG_CONTROL = frozenset({"if_stmt", "for_stmt", "while_stmt"})
 _AG_FORMATS = frozenset({"fstring", "str_format", "percent_format"})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import enum
 import functools
+import sys
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -183,6 +184,25 @@ def raised(exc: BaseException | type[BaseException], in_try: bool = False) -> Ba
         except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
             pass
     return exc
+
+
+def reraised() -> BaseException:
+    """What a bare ``raise`` outside an ``except:`` block raises: the exception being
+    handled (a helper called from its caller's handler), else Python's
+    ``RuntimeError``, marked as the user's (so a staged branch raises it only when
+    the program takes that branch, as Python would).
+
+    The semantics are given by this Python implementation::
+
+        raise   # re-raises the exception being handled
+
+    Returns:
+      The exception to raise.
+    """
+    exc = sys.exc_info()[1]
+    if exc is not None:
+        return exc
+    return raised(RuntimeError("No active exception to reraise"))
 
 
 def in_flight(exc: BaseException) -> BaseException:

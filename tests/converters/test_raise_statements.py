@@ -46,6 +46,17 @@ from tests.helpers import assert_golden
                 raise ag__.raised(ValueError(ag__.str_format('bad {:.2f}', x), ag__.percent_format('%d', x), ag__.str_(x), ag__.fstring(lambda v0: f'{v0}', x)))
             return x
     """, id="the formatting in its arguments waits for run time"),
+    pytest.param("""
+        def f(x):
+            if x < 0:
+                raise
+            return x
+    """, """
+        def f(x):
+            if x < 0:
+                raise ag__.reraised()
+            return x
+    """, id="a bare raise outside a handler: what is handled, or RuntimeError"),
 ])
 def test_golden(src, expected):
     assert_golden(src, expected, passes=(raise_statements,))
@@ -66,6 +77,32 @@ def test_user_raise_in_a_staged_branch_waits_for_the_branch():
     assert float(f(2.0)) == 4.0  # traced both branches, raised nothing
     with pytest.raises(Exception, match="negative input"):
         jax.block_until_ready(f(-1.0))
+
+
+def _bare_raise(x):
+    if x > 5:
+        raise
+    return x * -1.5
+
+
+def _reraises(x):
+    raise
+
+
+def _handles(x):
+    try:
+        return 1 / 0
+    except ZeroDivisionError:
+        _reraises(x)
+
+
+def test_a_bare_raise_outside_a_handler_keeps_pythons_meaning():
+    f = jax.jit(autograph.convert(_bare_raise))
+    assert float(f(-1.5)) == _bare_raise(-1.5)  # the untaken branch raises nothing
+    with pytest.raises(Exception, match="No active exception to reraise"):
+        jax.block_until_ready(f(9.0))
+    with pytest.raises(ZeroDivisionError):  # a helper re-raises its caller's exception
+        autograph.convert(_handles)(1.0)
 
 
 def test_raise_of_a_class_instantiates_it_as_python_does():
