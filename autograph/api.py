@@ -364,6 +364,11 @@ def convert(fn: Callable | None = None, *, recursive: bool = True,
         # the library the function comes from (`functools.wraps` keeps its module)
         shown = (getattr(plain, "__module__", None) or library).split(".")[0]
         shown = shown if shown in _calls.SKIP_PACKAGES else library
+        inner = _transformed_user_function(plain)
+        if inner is not None:
+            warnings.warn(_transformed_message(inner, library) + "; it runs unconverted",
+                          stacklevel=2)
+            return fn
         warnings.warn(
             f"autograph: `{plain.__qualname__}` is {shown}'s code and runs unconverted; "
             f"convert your own code instead: decorate the function or method it calls (for "
@@ -409,6 +414,23 @@ def convert(fn: Callable | None = None, *, recursive: bool = True,
     return rewrap(wrapper)
 
 
+def _transformed_user_function(plain):
+    """The function of the program's own that a library's wrapper (``jax.grad(f)``,
+    ``jax.vmap(f)``: JAX's code, with ``f``'s name) wraps, or None."""
+    inner = getattr(plain, "__wrapped__", None)
+    while inner is not None and _calls.library_module(inner) not in (None, "autograph"):
+        inner = getattr(inner, "__wrapped__", None)
+    return inner if isinstance(inner, types.FunctionType) else None
+
+
+def _transformed_message(inner, library: str) -> str:
+    name = inner.__qualname__
+    return (f"autograph: this is {library.split('.')[0]}'s transformation of `{name}` "
+            f"(`jax.grad({name})`, `jax.vmap({name})`, ...), which calls `{name}` "
+            f"unconverted; convert `{name}` and transform that: "
+            f"`jax.vmap(autograph.convert({name}))`, or `autograph.to_code({name})` to see it")
+
+
 def to_code(fn: Callable, *, recursive: bool = True) -> str:
     """Returns the converted source of ``fn``: readable, runnable Python.
 
@@ -438,6 +460,9 @@ def to_code(fn: Callable, *, recursive: bool = True) -> str:
     if is_function(fn):
         fn = fn.python_function
     plain, _ = unwrap(fn)
+    inner = _transformed_user_function(plain)
+    if inner is not None and _calls.library_module(plain) not in (None, "autograph"):
+        raise TypeError(_transformed_message(inner, _calls.library_module(plain) or "a library"))
     user = _USER_FUNCTION.get(plain)
     plain = plain if user is None else user()
     return _compile(plain, recursive).source

@@ -436,3 +436,21 @@ def test_unconvertible_inputs_give_clear_errors():
         assert autograph.convert(gen) is gen
     with pytest.raises(TypeError, match="autograph can convert"):
         autograph.convert(42)
+
+
+def _absolute(x):
+    if x > 0:
+        return x
+    return -x
+
+
+@pytest.mark.parametrize("transform", [jax.grad, jax.vmap], ids=["grad", "vmap"])
+def test_a_jax_transformation_of_a_function_is_named_as_one(transform):
+    with pytest.raises(TypeError, match=r"transformation of `_absolute`.*"
+                                        r"jax.vmap\(autograph.convert\(_absolute\)\)"):
+        autograph.to_code(transform(_absolute))
+    with pytest.warns(UserWarning, match="transformation of `_absolute`"):
+        assert autograph.convert(transform(_absolute)) is not None
+    # what the message says to do works
+    got = jax.vmap(autograph.convert(_absolute))(jnp.array([1.0, -2.0]))
+    np.testing.assert_allclose(got, [1.0, 2.0])
