@@ -199,3 +199,18 @@ def test_a_return_value_that_starts_as_a_python_number_takes_the_loops_dtype():
         got = staged(x)
         assert got.dtype == jnp.float32
         np.testing.assert_allclose(got, want)
+
+
+def found_or_minus_one(x):
+    for i in range(3):
+        if x > i:
+            return "found"
+    return -1
+
+
+def test_python_values_returned_on_paths_the_data_chooses_are_named_as_paths():
+    with pytest.raises(autograph.errors.BranchError) as e:
+        jax.jit(autograph.convert(found_or_minus_one))(jnp.float32(2.0))
+    msg = str(e.value)
+    assert "the Python int -1 on one path and the Python str 'found' on another" in msg
+    assert "true branch" not in msg

@@ -732,6 +732,16 @@ def _leaf_spec(name, a, b) -> LeafSpec:
         return st.Aval(sa.shape, dtype, weak)
     if not st.is_carryable(a) and not st.is_carryable(b) and st.same_static(a, b):
         return StaticSpec(a)
+    if name == errors.RETURN_VALUE:
+        # (the `if` may be one a `return` made: its branches are paths, not the user's)
+        raise errors.BranchError(
+            "a function whose path depends on arrays must return the same Python value on "
+            "every path",
+            observed=f"it returns {describe(a)} on one path and {describe(b)} on another; "
+                     f"staged code cannot choose between Python objects at run time",
+            variable=name,
+            fix="return arrays (`jnp.asarray(...)`) or the same value on every path, or make "
+                "the conditions Python values")
     raise errors.BranchError(
         "a Python value must be the same on both branches of an array-dependent `if`",
         observed=f"{_q(name)} is {describe(a)} on the true branch but {describe(b)} on the "
