@@ -592,10 +592,10 @@ def _raise_at_run_time(error: Exception):
         if not np.any(taken):  # under `jax.vmap`, both branches run for every element
             return
         args = None
-        if fields:  # f-string arguments, formatted with the values of this run
+        if fields:  # f-string arguments formatted, arrays given, with this run's values
             it = iter(fields)
             args = tuple(a.render([next(it) for _ in a.fields]) if isinstance(a, FString)
-                         else a for a in error.args)
+                         else next(it) if isinstance(a, Tracer) else a for a in error.args)
         # a new exception for each run: `error` was captured once, while tracing
         run_time_errors.fail(error, args)
     return fail
@@ -613,15 +613,17 @@ def _staged_with_raise(pred, raising: _Branch, other: _Branch, init, names):
 
     def failing():
         err = error
-        if any(isinstance(a, FString) for a in error.args):
-            # an f-string message: raise it again in this trace, so its fields
-            # are this trace's values, formatted when the program runs
+        if any(isinstance(a, (FString, Tracer)) for a in error.args):
+            # an f-string message, or an array given to the exception: raise it again
+            # in this trace, so its values are this trace's, given when the program runs
             try:
                 _run(raising.fn, init, len(names))
             except Exception as e:  # noqa: BLE001 - the same `raise`, met again
                 if user_raised(e) is not None:
                     err = e
-        fields = [leaf for a in err.args if isinstance(a, FString) for leaf in a.fields]
+        fields = [leaf for a in err.args
+                  for leaf in (a.fields if isinstance(a, FString)
+                               else [a] if isinstance(a, Tracer) else [])]
         taken = branch_guard(raising.taken(pred))
         check_on_host(_raise_at_run_time(err), taken, *fields)
         return [jnp.zeros(s.shape, s.dtype) for _, leaf_specs in spec for s in leaf_specs

@@ -111,7 +111,8 @@ def reraise(error: BaseException) -> None:
     found = original(error)
     if found is not None:
         _forget_failed_runs(found)
-        raise found.with_traceback(None) from None
+        # (`raise E from C` keeps its cause; else JAX's report is no context of it)
+        raise found.with_traceback(None) from found.__cause__
 
 
 def _reports(error: BaseException, candidate: BaseException) -> bool:

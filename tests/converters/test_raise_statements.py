@@ -149,3 +149,29 @@ def test_fstring_message_of_a_staged_raise_is_formatted_at_run_time():
         jax.effects_barrier()
     with pytest.raises(ValueError, match=r"x too big: 3\.25 \(6\.5\)"):
         autograph.convert(_too_big)(3.25)
+
+
+def _negative_with_the_value(x):
+    if x < 0:
+        raise ValueError("x is negative:", x)
+    return x
+
+
+def _negative_from_a_cause(x):
+    if x < 0:
+        raise ValueError("negative") from KeyError("b")
+    return x
+
+
+def test_an_array_given_to_a_staged_raise_is_its_value_as_the_program_ran():
+    f = autograph.function(_negative_with_the_value)
+    assert float(f(jax.numpy.float32(2.0))) == 2.0
+    with pytest.raises(ValueError) as e:
+        f(jax.numpy.float32(-1.5))
+    assert e.value.args[0] == "x is negative:" and float(e.value.args[1]) == -1.5
+
+
+def test_the_cause_of_a_staged_raise_is_kept():
+    with pytest.raises(ValueError) as e:
+        autograph.function(_negative_from_a_cause)(jax.numpy.float32(-1.5))
+    assert isinstance(e.value.__cause__, KeyError)
