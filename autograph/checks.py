@@ -47,7 +47,8 @@ class _Checker(gast.NodeVisitor):
                          observed="`ag__` is the name converted code calls its runtime by")
 
     def visit_Name(self, node):
-        self._reserved(node, node.id)
+        if isinstance(node.ctx, (gast.Store, gast.Del, gast.Param)):  # bound here
+            self._reserved(node, node.id)
 
     def visit_arg(self, node):
         self._reserved(node, node.arg)
@@ -208,5 +209,6 @@ def check(node: gast.FunctionDef, filename: str, directives: Resolver | None = N
     checker = _Checker(filename, directives if directives is not None else Resolver(node))
     if isinstance(node, gast.AsyncFunctionDef):
         checker.visit_AsyncFunctionDef(node)
+    checker.visit(node.args)  # (a parameter named `ag__`)
     for stmt in node.body:
         checker.visit(stmt)

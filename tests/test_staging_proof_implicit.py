@@ -19,6 +19,7 @@ Python's own still let a loop stage.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 
 import jax
@@ -368,11 +369,74 @@ def object_as_a_key_and_an_index(x):
     return x
 
 
+class Counted:
+    def __index__(self):
+        CALLS.append("index")
+        return 3
+
+    def __jax_array__(self):
+        CALLS.append("jax_array")
+        return jnp.float32(1.0)
+
+    def __iter__(self):
+        CALLS.append("iter")
+        return iter([1.0, 2.0])
+
+
+COUNTED = Counted()
+
+
+class LazyMeta(type):
+    def __getattr__(cls, name):
+        CALLS.append(name)
+        return 1.0
+
+
+class Lazy(metaclass=LazyMeta):
+    pass
+
+
+def hex_of_an_object(x):
+    for i in range(TRIPS):
+        x = x + int(hex(COUNTED), 16)
+    return x
+
+
+def getattr_through_a_metaclass(x):
+    for i in range(TRIPS):
+        x = x + getattr(Lazy, "w")  # noqa: B009 - the built-in is what is checked
+    return x
+
+
+def object_added_at_an_index(x):
+    y = jnp.stack([x, x])
+    for i in range(TRIPS):
+        y = y.at[0].add(COUNTED)
+    return y[0]
+
+
+def nested_loop_over_an_object(x):
+    for i in range(TRIPS):
+        for v in COUNTED:
+            x = x + v
+    return x
+
+
+def default_argument_holding_an_object(x):
+    for i in range(TRIPS):
+        def first(o=COUNTED):
+            return list(o)[0]
+        x = x + first()
+    return x
+
+
 @pytest.mark.parametrize("fn", [
     len_of_one_of_two_objects, unpacked_from_one_of_two_objects, augmented_with_an_object,
     dataclass_tested_for_truth, property_of_a_dict_item, method_of_a_list_item,
     jax_partial_of_a_helper, object_handed_to_jnp, isinstance_with_a_metaclass,
-    two_closures_of_one_function, object_as_a_key_and_an_index, if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
+    two_closures_of_one_function, object_as_a_key_and_an_index, hex_of_an_object,
+    getattr_through_a_metaclass, object_added_at_an_index, nested_loop_over_an_object,
+    default_argument_holding_an_object, if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
     dict_display_of_object, format_of_object, property_in_a_format, module_getattr,
     class_getitem, object_handed_to_map, object_handed_to_tree_map,
     builtin_method_handed_to_sorted])
@@ -483,10 +547,40 @@ def class_of_the_index(x):
     return x
 
 
+PARAMS = {"w0": 1.0, "w1": 2.0, "w2": 3.0}
+
+
+def _weight(k, default):
+    v = PARAMS.get(f"w{k}")
+    return v if v is not None else default
+
+
+WEIGHT = functools.partial(_weight, default=0.0)
+
+
+def partial_with_a_keyword_given_the_index(x):
+    for i in range(TRIPS):
+        x = x + WEIGHT(i % 3)
+    return x
+
+
+def _is_on(flag):
+    return flag is True
+
+
+def identity_of_a_bool_of_the_index(x):
+    for i in range(TRIPS):
+        if _is_on(i % 2 == 0):
+            x = x + 1.0
+    return x
+
+
 @pytest.mark.parametrize("fn", [float_of_index_compared, float_of_index_compared_in_a_helper,
                                 float_of_index_through_max,
                                 index_plus_an_object_that_tests_for_int,
                                 index_formatted_by_a_string_in_a_name, class_of_the_index,
+                                partial_with_a_keyword_given_the_index,
+                                identity_of_a_bool_of_the_index,
                                 float64_items_compared, float64_items_in_arithmetic,
                                 int64_items_divided, modular_power_of_index])
 def test_numbers_keep_their_python_meaning(fn):
@@ -539,3 +633,47 @@ def test_plain_objects_and_float32_items_still_stage(fn):
     assert "scan" in text and len(text.splitlines()) < 200, "the loop was unrolled"
     np.testing.assert_allclose(jax.jit(autograph.convert(fn))(jnp.zeros(())),
                                jax.jit(fn)(jnp.zeros(())), rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# values the staged loop is given as Python computes them, where `jax.jit` does so
+
+SCALE_16 = 1 + 2 ** -11 + 2 ** -40
+
+
+def float16_set_from_a_float_of_the_index(y):
+    for i in range(TRIPS):
+        y = y.at[i].set(i * SCALE_16)  # rounded once, from float64 to float16
+    return y
+
+
+def sine_of_a_float_of_the_index(y):
+    for i in range(TRIPS):
+        y = y.at[i].set(jnp.sin(i * 0.37))  # float32 `sin` of the rounded float
+    return y
+
+
+def test_a_float_of_the_index_meets_a_float16_array_rounded_once():
+    y = jnp.zeros(TRIPS, jnp.float16)
+    got = jax.jit(autograph.convert(float16_set_from_a_float_of_the_index))(y)
+    np.testing.assert_array_equal(got, jax.jit(float16_set_from_a_float_of_the_index)(y))
+
+
+def test_a_jnp_function_of_a_float_of_the_index_is_float32_as_eagerly():
+    y = jnp.zeros(TRIPS, jnp.float32)
+    got = jax.jit(autograph.convert(sine_of_a_float_of_the_index))(y)
+    np.testing.assert_array_equal(got, sine_of_a_float_of_the_index(y))  # eager JAX
+
+
+def test_a_name_holding_a_numpy_array_rebound_in_the_body_is_proven():
+    weights = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def scaled(x):
+        for i in range(TRIPS):
+            w = weights
+            w = w * 0.5
+            x = x * 0.9 + jnp.sum(w) * 0.01
+        return x
+
+    text = str(jax.make_jaxpr(autograph.convert(scaled))(jnp.float32(1.0)))
+    assert "scan" in text  # the proof compared abstract values with `==` of the array

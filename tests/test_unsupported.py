@@ -46,7 +46,7 @@ def named_like_the_runtime(ag__):
 
 
 CASES = [
-    (named_like_the_runtime, "`ag__`", "if ag__ > 0"),
+    (named_like_the_runtime, "`ag__`", "def named_like_the_runtime"),
     (gen, "`yield`", "yield y"),
     (gen_from, "`yield`", "yield from"),
     (walrus_in_while_test, "`:=` in the condition of a `while` loop with an `else:`",

@@ -163,7 +163,7 @@ _UNSET: Any = object()
 _UNKNOWN_CALLEE: Any = object()  # explain: a callee only the run can tell
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Val:
     """An abstract value: its kinds, the object itself where known, whether it may
     be a Python container (lists, dicts, tuples, namedtuples, dataclasses), and
@@ -176,6 +176,15 @@ class Val:
     at: bool = False  # `x.at` / `x.at[i]`: JAX's indexed updates
     parts: tuple | None = None  # a tuple's items, where known one by one
     outside: bool = False  # reached from a module's globals: never the loop's own
+
+    def __eq__(self, other) -> bool:
+        # the object by identity: `==` of a NumPy array is elementwise, and an object of
+        # the program's own may run code of its own
+        return isinstance(other, Val) and self.obj is other.obj and (
+            self.kind, self.container, self.fresh, self.at, self.parts, self.outside) == (
+            other.kind, other.container, other.fresh, other.at, other.parts, other.outside)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def join(self, other: Val) -> Val:
         same = self.obj is other.obj
@@ -748,15 +757,20 @@ class _Body:
         # parameters it does not share take what a caller may pass
         item = self.loop_items.get(s.name)
         params = _params(s.args)
+        positional = [a.id for a in s.args.posonlyargs + s.args.args]
+        defaults = dict(zip(positional[len(positional) - len(s.args.defaults):],
+                            s.args.defaults))
+        defaults.update({a.id: d for a, d in zip(s.args.kwonlyargs, s.args.kw_defaults)
+                         if d is not None})
+        default_vals = {p: self.expr(d) for p, d in defaults.items()}
         for k, p in enumerate(params):
             if p in self.env:
                 continue
             if k == 0 and item is not None:
                 self.bind(p, self.element(self.expr(item)))
-            else:
-                self.bind(p, Val(Kind.TRACED | Kind.LOOP | Kind.PYTHON))
-        for d in s.args.defaults + [d for d in s.args.kw_defaults if d is not None]:
-            self.expr(d)
+            else:  # what a caller may pass, or the default (`def h(o=OBJ)`)
+                anything = Val(Kind.TRACED | Kind.LOOP | Kind.PYTHON)
+                self.bind(p, anything.join(default_vals[p]) if p in default_vals else anything)
         self.within += (s.name,)
         try:
             self.block(s.body)
@@ -883,6 +897,10 @@ class _Body:
         if not all(isinstance(op, (gast.Is, gast.IsNot)) for op in e.ops):
             self.operands(e, *vals)
         if any(isinstance(op, (gast.Is, gast.IsNot)) for op in e.ops):
+            if any(v.kind & STAGED for v in vals):
+                # unrolled, a Python number or bool (`flag is True`); staged, an array
+                raise _Blocked(f"it tests the identity of a value computed from the loop index "
+                               f"(`{_text(e)}`)", e)
             return Val(Kind.PYTHON, container=False)
         return _data(*vals)
 
@@ -1127,6 +1145,7 @@ class _Body:
         if ag in _AG_CONTROL:
             if ag == "for_stmt" and len(args) > 1 and isinstance(args[1], gast.Name):
                 self.loop_items[args[1].id] = args[0]
+                self.element(self.expr(args[0]))  # (its body may be read before this call)
             vals = [self.expr(a) for a in args
                     if not isinstance(a, gast.Name) or a.id not in self.local_fns]
             if ag == "if_stmt" and args and vals:
@@ -1210,12 +1229,16 @@ class _Body:
             return self.expr(a.body)
         return self.expr(a)
 
-    def call(self, callee: Val, func_node, args, keywords, e) -> Val:
-        vals = [self.expr(a) for a in args]
-        kw = {k.arg: self.expr(k.value) for k in keywords}
+    def call(self, callee: Val, func_node, args, keywords, e, given=None,
+             what: str | None = None) -> Val:
+        if given is None:
+            vals = [self.expr(a) for a in args]
+            kw = {k.arg: self.expr(k.value) for k in keywords}
+        else:  # the values themselves (a partial's, and those of its call)
+            vals, kw = given
         every = vals + list(kw.values())
         obj = callee.obj
-        what = _text(func_node)
+        what = what or _text(func_node)
         if obj is _UNKNOWN_CALLEE:
             if isinstance(func_node, gast.Attribute) and func_node.attr in _MUTATING_METHODS:
                 raise _Blocked(f"it calls `{what}`, which changes a container the loop does "
@@ -1225,6 +1248,8 @@ class _Body:
             return Val(Kind.TRACED)
         if callee.at:  # x.at[i].set(v)
             if isinstance(func_node, gast.Attribute) and func_node.attr in _ARRAY_METHODS:
+                if any(v.kind & Kind.OBJECT and not _is_function_val(v) for v in every):
+                    raise _Blocked(f"it hands an object the proof does not know to `{what}`", e)
                 return _data(callee, *every)
             raise _Blocked(f"it calls `{what}`, which the proof does not know", e)
         if obj is _UNSET:
@@ -1363,9 +1388,7 @@ class _Body:
                     self.call(v, node, args, keywords, e)
             return _data(*every, container=True)
         if isinstance(obj, functools.partial):  # `jax.tree_util.Partial` too
-            inner = Val(Kind.PYTHON, obj=obj.func, container=False)
-            bound = [kind_of(a) for a in obj.args] + [kind_of(v) for v in obj.keywords.values()]
-            return self.call_function(inner.obj, what, bound + every, e)
+            return self.call_partial(obj, what, vals, kw, e)
         if _is_pure_jax(obj):
             for v in every:
                 # an object of the program's own handed over as data: JAX runs its
@@ -1383,10 +1406,6 @@ class _Body:
         original = _CONVERTED_FROM(obj)
         if isinstance(original, types.FunctionType):  # made by `autograph.convert`
             return self.call_function(original, what, vals, e, kw)
-        if isinstance(obj, functools.partial):
-            inner = Val(Kind.PYTHON, obj=obj.func, container=False)
-            bound = [kind_of(a) for a in obj.args] + [kind_of(v) for v in obj.keywords.values()]
-            return self.call_function(inner.obj, what, bound + every, e)
         if isinstance(obj, type):
             return self.construct(obj, what, every, e)
         if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
@@ -1415,6 +1434,13 @@ class _Body:
                 raise _Blocked(f"it calls `{what}` with an object whose `__hash__`, `__eq__` "
                                f"or formatting is not known to be free of effects", e)
 
+    def call_partial(self, obj: functools.partial, what: str, vals, kw, e) -> Val:
+        """``functools.partial(f, *a, **k)(*vals, **kw)``: ``f(*a, *vals, **k, **kw)``."""
+        bound = [kind_of(a) for a in obj.args] + list(vals)
+        keywords = {**{k: kind_of(v) for k, v in obj.keywords.items()}, **(kw or {})}
+        return self.call(Val(Kind.PYTHON, obj=obj.func, container=False), None, [], [], e,
+                         given=(bound, keywords), what=what)
+
     def owned_update(self, method: str, what: str, vals, kw, e) -> Val:
         """A list or dict the loop carries, changed in place: staged, it is carried and
         written back, so what goes in must be traced (as for a carried variable)."""
@@ -1430,7 +1456,9 @@ class _Body:
         return Val(Kind.TRACED, container=True)
 
     def builtin(self, obj, what, args, keywords, vals, every, e) -> Val:
-        if obj in (getattr, hasattr) and len(args) >= 2 and vals[0].kind & Kind.OBJECT:
+        if obj in (getattr, hasattr) and len(args) >= 2 and (
+                vals[0].kind & Kind.OBJECT or (vals[0].obj is not _UNSET
+                                               and isinstance(args[1], gast.Constant))):
             name = args[1]
             if not (isinstance(name, gast.Constant) and isinstance(name.value, str)
                     and vals[0].obj is not _UNSET):
@@ -1452,6 +1480,10 @@ class _Body:
                        for c in classes):
                     raise _Blocked(f"it calls `{what}` with a class whose metaclass checks "
                                    f"instances with code of its own", e)
+            if obj in (hex, oct, bin, chr, ord) and any(_runs_code(v, ("__index__",))
+                                                         for v in every):
+                raise _Blocked(f"it calls `{what}` of an object whose `__index__` is not known "
+                               f"to be free of effects", e)
             if obj in (hash, iter) and any(_runs_code(v, HASHING if obj is hash else MEMBERSHIP)
                                            for v in every):
                 raise _Blocked(f"it calls `{what}` of an object whose `__{obj.__name__}__` is "

@@ -604,24 +604,38 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
             other.update(eqn.outvars)
         elif any(v in from_index for v in ins):
             from_index.update(eqn.outvars)
-    floats = {v for v in from_index if v is not index and getattr(v.aval, "shape", None) == ()
-              and getattr(v.aval, "weak_type", False) and not _is_int(v.aval) and _is_real(v.aval)}
-    if not floats:
+    # made by Python's operators on Python numbers: a `jnp.sin` of one is float32
+    # arithmetic under `jax.jit` too (on the number rounded once), and stays in the body
+    python_made = {o for eqn in jaxpr.eqns if _python_operator(eqn) for o in eqn.outvars}
+    any_float = {v for v in from_index if v is not index and getattr(v.aval, "shape", None) == ()
+                 and getattr(v.aval, "weak_type", False) and not _is_int(v.aval)
+                 and _is_real(v.aval)}
+    floats = any_float & python_made
+    if not any_float:
         return None
+    # a comparison of such a float Python makes (`max(i * 0.1, 0.3) == 0.3`, where the
+    # `max` is autograph's): a Python bool under `jax.jit`; each must be followed
+    compared = [o for eqn in jaxpr.eqns if eqn.primitive.name in _COMPARE and any(
+        v in any_float for v in eqn.invars if type(v).__name__ != "Literal") for o in eqn.outvars]
     # what Python computes from those floats is Python's too: `i * 0.1 > 0.3` is a
     # float64 comparison under `jax.jit` (True at i = 3), a float32 one staged (False)
+    # (and one cast to the dtype of the array it meets, `float16`: rounded once there)
     for eqn in jaxpr.eqns:
-        if any(v in floats for v in eqn.invars if type(v).__name__ != "Literal") and all(
+        if any(v in floats for v in eqn.invars if type(v).__name__ != "Literal") and (
+                _python_operator(eqn)) and all(
                 o in from_index and getattr(o.aval, "shape", None) == () and _is_real(o.aval)
-                and (getattr(o.aval, "weak_type", False) or o.aval.dtype == np.bool_)
+                and (getattr(o.aval, "weak_type", False) or o.aval.dtype == np.bool_
+                     or eqn.primitive.name == "convert_element_type")
                 for o in eqn.outvars):
             floats.update(eqn.outvars)
     used_elsewhere = {v for eqn in jaxpr.eqns if not set(eqn.outvars) <= floats
-                      for v in eqn.invars if type(v).__name__ != "Literal"}
+                      for v in eqn.invars if type(v).__name__ != "Literal"} | set(jaxpr.outvars)
     frontier = [v for v in dict.fromkeys(
         v for eqn in jaxpr.eqns for v in eqn.outvars if v in floats)
-        if v in used_elsewhere or v in jaxpr.outvars]
+        if v in used_elsewhere]
     if not frontier:
+        if any(o in used_elsewhere for o in compared):
+            raise PythonValueUnknown(_UNFOLLOWED)
         return None
     eqns = _needed(jaxpr.eqns, frontier)
     consts = [known(c) for c in closed.consts]
@@ -633,10 +647,9 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
         rows.append(got)
     hoisted = [i for i, v in enumerate(frontier) if all(_exact(r[i]) for r in rows)]
     lost = [v for i, v in enumerate(frontier) if i not in hoisted and v.aval.dtype == np.bool_]
-    if lost:
-        raise PythonValueUnknown(
-            "compares floats computed from the index and constants (Python compares them "
-            "in float64, a staged loop in float32) in a way whose result it cannot follow")
+    followed = {frontier[i] for i in hoisted}
+    if lost or any(o not in followed and o in used_elsewhere for o in compared):
+        raise PythonValueUnknown(_UNFOLLOWED)
     if not hoisted:
         return None
     taken = [frontier[i] for i in hoisted]
@@ -646,6 +659,29 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
     tables = [np.asarray([_value(r[i]) for r in rows], dtype=frontier[i].aval.dtype)
               for i in hoisted]
     return new, tables
+
+
+# the primitives (and JAX's functions, by name) that Python's operators and the number
+# built-ins become on a traced number: `+`, `*`, `/`, `//`, `%`, `**`, `abs`, `round`,
+# comparisons, `min`/`max`, `float()`
+_PYTHON_PRIMITIVES = frozenset({
+    "convert_element_type", "add", "sub", "mul", "div", "rem", "pow", "integer_pow", "neg",
+    "abs", "max", "min", "floor", "ceil", "round", "sign", "select_n", "eq", "ne", "lt", "le",
+    "gt", "ge", "and", "or", "not", "copy", "square"})
+_PYTHON_FUNCTIONS = frozenset({"floor_divide", "remainder", "true_divide", "divide", "_where",
+                               "round", "power", "fmod"})
+
+
+_COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+_UNFOLLOWED = ("compares floats computed from the index and constants (Python compares them in "
+               "float64, a staged loop in float32) in a way whose result it cannot follow")
+
+
+def _python_operator(eqn) -> bool:
+    name = eqn.primitive.name
+    if name in ("pjit", "jit"):
+        return str(eqn.params.get("name")) in _PYTHON_FUNCTIONS
+    return name in _PYTHON_PRIMITIVES
 
 
 def _value(interval: Interval) -> float:
