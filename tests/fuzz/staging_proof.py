@@ -42,7 +42,8 @@ only where the body has no effect and never uses the index as a Python value.
     whose special methods record that they ran (``if WATCH:``, ``not WATCH``,
     ``t in WATCH``, ``WD.get(WATCH, ...)``, ``"{}".format(WATCH)``, ``y += WATCH``),
     compares a float of the index (``t * 0.1 > 0.3``, float64 in Python, float32
-    staged) or formats the index with a string held in a name (``FMT % t``);
+    staged), formats the index with a string held in a name (``FMT % t``) or tests
+    the identity of a bool of it (``(t % 2 == 0) is True``);
 
 * each helper called directly or, a quarter of the time, through what the
   proof must see through: a helper of its own (``via_log_step0(p, q)``), a
@@ -179,6 +180,7 @@ _IMPLICIT_BODIES = (
     ["    return y + (1.0 if t * 0.1 > 0.3 else 0.0)"],
     ["    y += WATCH", "    return y"],
     ["    return y + len(FMT % t) * 0.25"],
+    ["    return y + (0.5 if (t % 2 == 0) is True else 0.0)"],
 )
 
 
