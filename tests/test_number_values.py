@@ -524,6 +524,7 @@ def first_count_past(x):
     return n
 
 
+@pytest.mark.filterwarnings("ignore:.*which may stop early, is staged though")  # `i * 0.5`
 @pytest.mark.parametrize("program", [first_index_past, first_count_past])
 def test_an_index_returned_from_a_staged_loop_keeps_its_value_against_a_16_bit_float(program):
     # the loop hands on an int the data chooses; eagerly it is a Python int (2199),

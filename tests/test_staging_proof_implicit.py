@@ -575,18 +575,68 @@ def identity_of_a_bool_of_the_index(x):
     return x
 
 
+def float16_of_a_float_of_the_index(x):
+    for i in range(TRIPS):
+        x = x + jnp.asarray(i * 0.1, dtype=jnp.float16)  # rounded to float16, then added
+    return x
+
+
+def builtin_power_of_the_index(x):
+    for i in range(TRIPS):
+        x = x * 0.5 + pow(x, i % 3) * 0.01
+    return x
+
+
+def power_of_a_counted_int(x):
+    n = 0
+    acc = x * 0.0
+    for i in range(TRIPS):
+        n += 1
+        acc = acc + (x * 0.1) ** (n % 4)
+    return acc
+
+
+def _layer_id(i):
+    return i * 10
+
+
+def index_formatted_through_a_helper(x):
+    for i in range(TRIPS):
+        name = "layer_{}".format(_layer_id(i))
+        x = x + len(name)
+    return x
+
+
+def break_on_a_float_of_the_index(x):
+    for i in range(TRIPS):
+        if i * 0.1 > 0.3:
+            break
+        x = x + 1.0
+    return x
+
+
+def divmod_of_a_float_of_the_index(x):
+    for i in range(TRIPS):
+        x = x + divmod(i * 0.7, 0.1)[0]
+    return x
+
+
 @pytest.mark.parametrize("fn", [float_of_index_compared, float_of_index_compared_in_a_helper,
                                 float_of_index_through_max,
                                 index_plus_an_object_that_tests_for_int,
                                 index_formatted_by_a_string_in_a_name, class_of_the_index,
                                 partial_with_a_keyword_given_the_index,
                                 identity_of_a_bool_of_the_index,
+                                float16_of_a_float_of_the_index, builtin_power_of_the_index,
+                                power_of_a_counted_int, index_formatted_through_a_helper,
+                                break_on_a_float_of_the_index, divmod_of_a_float_of_the_index,
                                 float64_items_compared, float64_items_in_arithmetic,
                                 int64_items_divided, modular_power_of_index])
 def test_numbers_keep_their_python_meaning(fn):
-    got = jax.jit(autograph.convert(fn))(jnp.zeros(()))
-    want = jax.jit(fn)(jnp.zeros(()))
-    assert float(got) == float(want) == pytest.approx(float(fn(jnp.zeros(()))), rel=1e-6)
+    x = jnp.float32(1.3)
+    got = jax.jit(autograph.convert(fn))(x)
+    want = jax.jit(fn)(x)
+    assert float(got) == float(want) == pytest.approx(float(fn(x)), rel=1e-6)
 
 
 def draws_from_numpys_global_generator(x):
@@ -677,3 +727,19 @@ def test_a_name_holding_a_numpy_array_rebound_in_the_body_is_proven():
 
     text = str(jax.make_jaxpr(autograph.convert(scaled))(jnp.float32(1.0)))
     assert "scan" in text  # the proof compared abstract values with `==` of the array
+
+
+def first_past_a_float_of_the_index(x):
+    for i in range(2000):
+        if x > i * 0.1:
+            continue
+        return i
+    return -1
+
+
+def test_a_long_loop_with_a_traced_exit_says_it_computes_floats_of_the_index_in_float32():
+    # too long to unroll, and its exit is traced: staged, with a warning naming the line
+    with pytest.warns(UserWarning, match=r"test_staging_proof_implicit\.py:\d+: this `for` "
+                                         r"loop, which may stop early, is staged though"):
+        got = jax.jit(autograph.convert(first_past_a_float_of_the_index))(jnp.float32(5.05))
+    assert int(got) == first_past_a_float_of_the_index(5.05)

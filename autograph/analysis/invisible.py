@@ -875,10 +875,19 @@ class _Body:
     def e_BinOp(self, e):
         left, right = self.expr(e.left), self.expr(e.right)
         self.operands(e, left, right)
+        if isinstance(e.op, gast.Pow):
+            self.array_power(left, right, e)
         if isinstance(e.op, gast.Mod) and right.kind & STAGED and _may_be_text(left, e.left):
             # `"w%s" % i`, or `FMT % i` with a string held in a name
             raise _Blocked("it formats a value computed from the loop index with `%`", e)
         return _data(left, right, container=left.container and right.container)
+
+    def array_power(self, base: Val, exponent: Val, e) -> None:
+        """``x ** i``: an array to a Python int's power is repeated multiplication
+        under ``jax.jit`` (``integer_pow``), ``lax.pow`` staged."""
+        if base.kind & Kind.TRACED and exponent.kind & STAGED:
+            raise _Blocked(f"it raises an array to a power computed from the loop index "
+                           f"(`{_text(e)}`), which `jax.jit` multiplies out", e)
 
     def e_UnaryOp(self, e):
         v = self.expr(e.operand)
@@ -1285,6 +1294,10 @@ class _Body:
         if name in _ARRAY_METHODS or name in _READ_METHODS:
             if name in _READ_METHODS:
                 self.container_read(what, every, e)
+                if receiver.kind != Kind.TRACED and any(v.kind & STAGED for v in every):
+                    # `"w{}".format(k)`, `d.get(k)`: the Python value of the index
+                    raise _Blocked(f"it passes a value computed from the loop index to "
+                                   f"`{what}`, which needs its Python value", e)
             self.prove_function_args(args, keywords, every)
             if name in ("item", "tolist"):
                 return Val(receiver.kind | Kind.PYTHON if receiver.kind & STAGED
@@ -1489,6 +1502,8 @@ class _Body:
                 raise _Blocked(f"it calls `{what}` of an object whose `__{obj.__name__}__` is "
                                f"not known to be free of effects", e)
             return Val(Kind.PYTHON, container=obj is iter)
+        if obj is pow and len(vals) >= 2:
+            self.array_power(vals[0], vals[1], e)
         if obj is pow and len(every) > 2 and any(v.kind & STAGED for v in every):
             raise _Blocked(f"it passes a value computed from the loop index to `{what}` with a "
                            f"modulus, which works on Python ints only", e)

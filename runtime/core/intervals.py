@@ -361,6 +361,13 @@ def _apply(name: str, params: dict, ins: list, out_aval) -> Interval:
         return lo, hi
     if name == "convert_element_type" and _is_int(out_aval):
         return _to_int(ins[0], out_aval)
+    if (name == "convert_element_type" and not getattr(out_aval, "weak_type", False)
+            and _numpy_dtype(out_aval) is not None
+            and np.issubdtype(_numpy_dtype(out_aval), np.floating)):
+        # a number given a float dtype of its own (`jnp.float16(i * 0.1)`): rounded to it
+        dtype = _numpy_dtype(out_aval)
+        lo, hi = (float(np.asarray(b).astype(dtype)) for b in ins[0])
+        return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
     if name in ("convert_element_type", "copy", "copy_p", "reshape", "squeeze",
                 "expand_dims", "broadcast_in_dim"):
         return ins[0]
@@ -500,7 +507,16 @@ def _python_float(eqn, name: str, args: list[Interval], hits: list[str],
     (``i * 0.1``, ``0.9 ** i``, ``i / 3``): Python computes it in float64, and plain
     ``jax.jit`` rounds the result once to float32; a staged loop computes it in
     float32. Whole numbers within float32's exact range are the same either way."""
-    if len(eqn.outvars) != 1 or any(a is None for a in args):
+    if any(a is None for a in args):
+        return
+    if len(eqn.outvars) != 1:
+        # `divmod` of such floats: Python's two numbers, in float64
+        if (name in ("pjit", "jit") and str(eqn.params.get("name")) == "divmod"
+                and any(getattr(o.aval, "weak_type", False) and _numpy_dtype(o.aval) is not None
+                        and np.issubdtype(_numpy_dtype(o.aval), np.floating)
+                        for o in eqn.outvars)):
+            hits.append("computes `divmod` of floats from the index and constants, which "
+                        "Python computes in float64 and a staged loop in float32")
         return
     out = eqn.outvars[0]
     dtype = _numpy_dtype(out.aval)
@@ -596,8 +612,10 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
     index = jaxpr.invars[n_carry] if len(jaxpr.invars) > n_carry else None
     if index is None:
         return None
-    # the values that depend on the index and on no other input
+    # the values that depend on the index and on no other input (a constant whose value
+    # is not known here, a tracer of an outer trace, is another input)
     from_index, other = {index}, set(jaxpr.invars) - {index}
+    other |= {v for v, c in zip(jaxpr.constvars, closed.consts) if known(c) is None}
     for eqn in jaxpr.eqns:
         ins = [v for v in eqn.invars if type(v).__name__ != "Literal"]
         if any(v in other for v in ins) or eqn.effects:
@@ -646,7 +664,8 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
         got = _run(jaxpr, consts, step_ins, eqns=eqns, want=frontier)
         rows.append(got)
     hoisted = [i for i, v in enumerate(frontier) if all(_exact(r[i]) for r in rows)]
-    lost = [v for i, v in enumerate(frontier) if i not in hoisted and v.aval.dtype == np.bool_]
+    # (what Python's operators make and this cannot follow would be float32 staged)
+    lost = [v for i, v in enumerate(frontier) if i not in hoisted]
     followed = {frontier[i] for i in hoisted}
     if lost or any(o not in followed and o in used_elsewhere for o in compared):
         raise PythonValueUnknown(_UNFOLLOWED)
@@ -669,7 +688,7 @@ _PYTHON_PRIMITIVES = frozenset({
     "abs", "max", "min", "floor", "ceil", "round", "sign", "select_n", "eq", "ne", "lt", "le",
     "gt", "ge", "and", "or", "not", "copy", "square"})
 _PYTHON_FUNCTIONS = frozenset({"floor_divide", "remainder", "true_divide", "divide", "_where",
-                               "round", "power", "fmod"})
+                               "round", "power", "fmod", "divmod"})
 
 
 _COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})

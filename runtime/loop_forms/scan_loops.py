@@ -34,6 +34,7 @@ from ..core.values import (
 from ..functions.index_meaning import PythonMeaningError
 from ..python.iterables import Seq
 from .bounded import counted_loop
+from .loop_plan import UNROLL_LIMIT
 
 # what must hold before a scan the caller may still give up is put into the program
 # (see `before_binding`)
@@ -389,6 +390,20 @@ def _check_exiting(closed, carry, k0: int, n: int) -> None:
     is checked last: the loop is then counted (``counting``)."""
     if type(n) is int:
         _refuse_python_mismatch(closed, carry, (0, n - 1), [])
+        # its floats of the index are not given as Python computes them (as a loop's
+        # without an exit are): one Python computes in float64 keeps the loop in Python,
+        # unless it is too long to unroll (its exit may be traced): then float32, said so
+        why = intervals.python_mismatch(closed, len(carry.arrays), (0, n - 1), [], floats=True)
+        if why is not None and n <= UNROLL_LIMIT:
+            raise PythonMeaningError(
+                "a staged loop would compute its index's numbers differently from Python",
+                observed=f"the body {why}")
+        if why is not None:
+            loc = errors.current_location()
+            errors.warn(f"{loc.short + ': ' if loc is not None else ''}this `for` loop, which "
+                        f"may stop early, is staged though its body {why}: its {n} steps are "
+                        f"more than the {UNROLL_LIMIT} it would run unrolled; compute such "
+                        f"floats from `jnp.float32(i)` to make them float32 by design")
     _check_before_binding(carry, {})  # a loop that may stop early hands back no Python int
     followed = _followed_ints(closed, carry, 0, [], n)
     if followed.overflow is not None:
