@@ -18,6 +18,7 @@ Python's own still let a loop stage.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import types
@@ -430,13 +431,51 @@ def default_argument_holding_an_object(x):
     return x
 
 
+class _Recorded(collections.namedtuple("_Recorded", "a")):
+    def __new__(cls, a):
+        CALLS.append("new")
+        return super().__new__(cls, a)
+
+
+class RecordedChild(_Recorded):
+    pass
+
+
+@dataclasses.dataclass
+class SetsLoudly:
+    a: float
+
+    def __setattr__(self, name, value):
+        CALLS.append("setattr")
+        object.__setattr__(self, name, value)
+
+
+def constructs_a_namedtuple_with_an_inherited_new(x):
+    for i in range(TRIPS):
+        x = x + RecordedChild(1.0).a
+    return x
+
+
+def constructs_a_dataclass_with_its_own_setattr(x):
+    for i in range(TRIPS):
+        x = x + SetsLoudly(1.0).a
+    return x
+
+
+def lambda_with_an_object_default(x):
+    for i in range(TRIPS):
+        x = (lambda a, o=NOISY: a + o)(x)
+    return x
+
+
 @pytest.mark.parametrize("fn", [
     len_of_one_of_two_objects, unpacked_from_one_of_two_objects, augmented_with_an_object,
     dataclass_tested_for_truth, property_of_a_dict_item, method_of_a_list_item,
     jax_partial_of_a_helper, object_handed_to_jnp, isinstance_with_a_metaclass,
     two_closures_of_one_function, object_as_a_key_and_an_index, hex_of_an_object,
     getattr_through_a_metaclass, object_added_at_an_index, nested_loop_over_an_object,
-    default_argument_holding_an_object, if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
+    default_argument_holding_an_object, constructs_a_namedtuple_with_an_inherited_new,
+    constructs_a_dataclass_with_its_own_setattr, lambda_with_an_object_default, if_object, not_object, and_object, in_object, dict_get_of_object, list_count_of_object,
     dict_display_of_object, format_of_object, property_in_a_format, module_getattr,
     class_getitem, object_handed_to_map, object_handed_to_tree_map,
     builtin_method_handed_to_sorted])
@@ -621,6 +660,14 @@ def divmod_of_a_float_of_the_index(x):
     return x
 
 
+def local_function_whose_parameter_is_named_like_the_state(x):
+    for i in range(TRIPS):
+        def width(x):
+            return len(str(x))
+        x = x + width(i)
+    return x
+
+
 @pytest.mark.parametrize("fn", [float_of_index_compared, float_of_index_compared_in_a_helper,
                                 float_of_index_through_max,
                                 index_plus_an_object_that_tests_for_int,
@@ -630,6 +677,7 @@ def divmod_of_a_float_of_the_index(x):
                                 float16_of_a_float_of_the_index, builtin_power_of_the_index,
                                 power_of_a_counted_int, index_formatted_through_a_helper,
                                 break_on_a_float_of_the_index, divmod_of_a_float_of_the_index,
+                                local_function_whose_parameter_is_named_like_the_state,
                                 float64_items_compared, float64_items_in_arithmetic,
                                 int64_items_divided, modular_power_of_index])
 def test_numbers_keep_their_python_meaning(fn):

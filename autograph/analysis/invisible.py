@@ -609,6 +609,7 @@ class _Body:
         self.traced_branches: set[str] = set()  # those an `if` on a traced value runs
         self.returns: list[Val] = []
         self.local_fns: dict[str, Any] = {}
+        self.calling: set[int] = set()  # functions the body defines, being read for a call
         self.loop_items: dict[str, gast.AST] = {}  # nested loop body -> its iterable
         self.chosen = 0  # inside branches a Python condition chooses
 
@@ -1310,10 +1311,32 @@ class _Body:
             if v.kind & Kind.OBJECT:
                 raise _Blocked("it passes an object to a function it defines", e)
         if isinstance(fn, gast.Lambda):
-            for p in _params(fn.args):
-                self.bind(p, _join(every) if every else Val(Kind.PYTHON))
+            self.bind_lambda(fn, _join(every) if every else Val(Kind.PYTHON))
             return self.expr(fn.body)
+        # a function the body defines, called with these values: its body read again
+        # with its parameters also taking them (read once as it was defined, a parameter
+        # named like a variable of the loop took that variable's kinds)
+        if id(fn) in self.calling:
+            raise _Blocked(f"it calls `{fn.name}` recursively", e)
+        self.calling.add(id(fn))
+        try:
+            for p, v in zip(_params(fn.args), every):
+                old = self.env.get(p)
+                self.bind(p, v if old is None else old.join(v))
+            self.block(fn.body)
+        finally:
+            self.calling.discard(id(fn))
         return Val(Kind.TRACED | Kind.LOOP | Kind.PYTHON)
+
+    def bind_lambda(self, fn, given: Val) -> None:
+        """A lambda's parameters: what it is given, or its default (``o=OBJ``)."""
+        positional = [a.id for a in fn.args.posonlyargs + fn.args.args]
+        defaults = dict(zip(positional[len(positional) - len(fn.args.defaults):],
+                            fn.args.defaults))
+        defaults.update({a.id: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)
+                         if d is not None})
+        for p in _params(fn.args):
+            self.bind(p, given.join(self.expr(defaults[p])) if p in defaults else given)
 
     def prove_function_args(self, args, keywords, every) -> None:
         """Functions handed to an allowed function (``jax.tree.map(lambda a: ...)``)
@@ -1321,11 +1344,27 @@ class _Body:
         data = [v for v in every if not _is_function_val(v)]
         given = _join(data) if data else Val(Kind.PYTHON)
         given = Val(given.kind, container=True)
-        for node in list(args) + [k.value for k in keywords]:
-            if isinstance(node, gast.Lambda):
-                for p in _params(node.args):
-                    self.bind(p, given)
-                self.expr(node.body)
+        nodes = list(args) + [k.value for k in keywords]
+        for node in nodes:  # (`lax.switch(k, [f, g], x)`: the functions of a list too)
+            for item in node.elts if isinstance(node, (gast.List, gast.Tuple)) else [node]:
+                if isinstance(item, gast.Lambda):
+                    self.bind_lambda(item, given)
+                    self.expr(item.body)
+                elif isinstance(node, (gast.List, gast.Tuple)):
+                    v = self.expr(item)
+                    if _is_function_val(v) and not isinstance(v.obj, gast.Lambda):
+                        self.call_value(v, given)
+                    elif _foreign_callable(v):
+                        raise _Blocked(f"it hands `{_text(item)}` to a function that calls it, "
+                                       f"and it is not known to be free of effects", None)
+        for v in every:
+            for item in (v.obj if type(v.obj) in (list, tuple) else ()):
+                inner = kind_of(item)  # a list of functions held in a name
+                if _is_function_val(inner):
+                    self.call_value(inner, given)
+                elif _foreign_callable(inner):
+                    raise _Blocked(f"it hands `{type(item).__name__}` to a function that calls "
+                                   f"it, and it is not known to be free of effects", None)
         for v in every:
             if _is_function_val(v) and not isinstance(v.obj, gast.Lambda):
                 self.call_value(v, given)
@@ -1394,7 +1433,12 @@ class _Body:
                                f"a NumPy function of values known while tracing", e)
             return _data(*every)
         if _jax_transform(obj):
-            return Val(Kind.PYTHON, obj=_Transformed(obj, args, vals), container=False)
+            for v in every:
+                if _foreign_callable(v):
+                    raise _Blocked(f"it hands an object the proof does not know to `{what}`", e)
+            return Val(Kind.PYTHON, obj=_Transformed(
+                obj, list(args) + [k.value for k in keywords], vals + list(kw.values())),
+                container=False)
         if isinstance(obj, _Transformed):
             for node, v in zip(obj.args, obj.vals):
                 if _is_function_val(v):
@@ -1540,7 +1584,10 @@ class _Body:
         if cls in (tuple, list, dict, set, frozenset, slice, range, int, float, bool, complex,
                    object):
             return _data(*every, container=cls in (tuple, list, dict, set, frozenset))
-        if issubclass(cls, tuple) and hasattr(cls, "_fields") and "__new__" not in vars(cls):
+        if _own_method(type(cls), "__call__"):  # a metaclass of the program's own
+            raise _Blocked(f"it constructs a `{what}`, whose metaclass's `__call__` is not "
+                           f"known to be free of effects", e)
+        if issubclass(cls, tuple) and hasattr(cls, "_fields") and not _own_method(cls, "__new__"):
             return Val(_join(every).kind if every else Kind.PYTHON, container=True)
         init = getattr(cls, "__init__", None)
         generated = getattr(getattr(init, "__code__", None), "co_filename", "") == "<string>"
@@ -1550,7 +1597,9 @@ class _Body:
         if any(not (isinstance(f, type) and f.__module__ == "builtins") for f in factories):
             raise _Blocked(f"it constructs a `{what}`, whose fields' default factories are "
                            f"not known to be free of effects", e)
-        if dataclasses.is_dataclass(cls) and generated and not hasattr(cls, "__post_init__"):
+        own = any(_own_method(cls, m) for m in ("__new__", "__setattr__"))
+        if (dataclasses.is_dataclass(cls) and generated and not hasattr(cls, "__post_init__")
+                and not own):
             for v in every:
                 if v.kind & Kind.OBJECT:
                     raise _Blocked(f"it constructs a `{what}` of an object", e)
