@@ -758,12 +758,7 @@ class _Body:
         # parameters it does not share take what a caller may pass
         item = self.loop_items.get(s.name)
         params = _params(s.args)
-        positional = [a.id for a in s.args.posonlyargs + s.args.args]
-        defaults = dict(zip(positional[len(positional) - len(s.args.defaults):],
-                            s.args.defaults))
-        defaults.update({a.id: d for a, d in zip(s.args.kwonlyargs, s.args.kw_defaults)
-                         if d is not None})
-        default_vals = {p: self.expr(d) for p, d in defaults.items()}
+        default_vals = {p: self.expr(d) for p, d in _defaults(s.args).items()}
         for k, p in enumerate(params):
             if p in self.env:
                 continue
@@ -1330,11 +1325,7 @@ class _Body:
 
     def bind_lambda(self, fn, given: Val) -> None:
         """A lambda's parameters: what it is given, or its default (``o=OBJ``)."""
-        positional = [a.id for a in fn.args.posonlyargs + fn.args.args]
-        defaults = dict(zip(positional[len(positional) - len(fn.args.defaults):],
-                            fn.args.defaults))
-        defaults.update({a.id: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)
-                         if d is not None})
+        defaults = _defaults(fn.args)
         for p in _params(fn.args):
             self.bind(p, given.join(self.expr(defaults[p])) if p in defaults else given)
 
@@ -1351,27 +1342,21 @@ class _Body:
                     self.bind_lambda(item, given)
                     self.expr(item.body)
                 elif isinstance(node, (gast.List, gast.Tuple)):
-                    v = self.expr(item)
-                    if _is_function_val(v) and not isinstance(v.obj, gast.Lambda):
-                        self.call_value(v, given)
-                    elif _foreign_callable(v):
-                        raise _Blocked(f"it hands `{_text(item)}` to a function that calls it, "
-                                       f"and it is not known to be free of effects", None)
+                    self.handed(self.expr(item), given)
         for v in every:
             for item in (v.obj if type(v.obj) in (list, tuple) else ()):
-                inner = kind_of(item)  # a list of functions held in a name
-                if _is_function_val(inner):
-                    self.call_value(inner, given)
-                elif _foreign_callable(inner):
-                    raise _Blocked(f"it hands `{type(item).__name__}` to a function that calls "
-                                   f"it, and it is not known to be free of effects", None)
-        for v in every:
-            if _is_function_val(v) and not isinstance(v.obj, gast.Lambda):
-                self.call_value(v, given)
-            elif _foreign_callable(v):
-                raise _Blocked(f"it hands `{getattr(v.obj, '__name__', type(v.obj).__name__)}` "
-                               f"to a function that calls it, and it is not known to be free "
-                               f"of effects", None)
+                self.handed(kind_of(item), given)  # a list of functions held in a name
+            self.handed(v, given)
+
+    def handed(self, v: Val, given: Val) -> None:
+        """``v`` handed to a function that may call it: a Python function is proven
+        with parameters of the kinds ``given``; another callable must be known pure."""
+        if _is_function_val(v) and not isinstance(v.obj, gast.Lambda):
+            self.call_value(v, given)
+        elif _foreign_callable(v):
+            raise _Blocked(f"it hands `{getattr(v.obj, '__name__', type(v.obj).__name__)}` "
+                           f"to a function that calls it, and it is not known to be free "
+                           f"of effects", None)
 
     def call_value(self, fn: Val, given: Val) -> Val:
         """A call of the function ``fn`` by a library, each parameter given ``given``."""
@@ -1868,6 +1853,15 @@ def _default(fn, name: str) -> Val:
     if p.default is inspect.Parameter.empty:
         return Val(Kind.PYTHON)
     return kind_of(p.default)
+
+
+def _defaults(args) -> dict:
+    """The default expression of each parameter that has one, by name."""
+    positional = [a.id for a in args.posonlyargs + args.args]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.id: d for a, d in zip(args.kwonlyargs, args.kw_defaults)
+                     if d is not None})
+    return defaults
 
 
 def _params(args) -> list[str]:

@@ -602,9 +602,10 @@ def hoist_python_floats(closed, n_carry: int, first: int, last: int,
       (``last - first + 1`` steps, of the value's dtype).
 
     Raises:
-      PythonValueUnknown: a comparison of such floats (a Python bool under
-        ``jax.jit``) whose value at some step cannot be computed here: staged, it
-        would compare in float32, and may come out the other way.
+      PythonValueUnknown: a value Python's operators make of such floats, or a
+        comparison of them (a Python bool under ``jax.jit``), whose value at some
+        step cannot be computed here: staged, it would be float32 arithmetic, and a
+        comparison may come out the other way.
     """
     jaxpr = closed.jaxpr
     if last < first or last - first >= FOLLOW_LIMIT:
@@ -691,9 +692,9 @@ _PYTHON_FUNCTIONS = frozenset({"floor_divide", "remainder", "true_divide", "divi
                                "round", "power", "fmod", "divmod"})
 
 
-_COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
-_UNFOLLOWED = ("compares floats computed from the index and constants (Python compares them in "
-               "float64, a staged loop in float32) in a way whose result it cannot follow")
+_COMPARE = frozenset(_COMPARISONS) - {"and", "or"}
+_UNFOLLOWED = ("computes or compares floats from the index and constants (Python in float64, a "
+               "staged loop in float32) in a way whose result it cannot follow")
 
 
 def _python_operator(eqn) -> bool:

@@ -174,9 +174,7 @@ def scan_for(seq: Seq, k0: int, body, state, names, extra_test):
         hoisted = (intervals.hoist_python_floats(closed, len(carry.arrays), k0, seq.n - 1, extra)
                    if type(seq.n) is int else None)
     except intervals.PythonValueUnknown as e:
-        raise PythonMeaningError(
-            "a staged loop would compute its index's numbers differently from Python",
-            observed=f"the body {e}") from None
+        raise _mismatch(str(e)) from None
     tables: list = []
     if hoisted is not None:
         closed, tables = hoisted
@@ -289,9 +287,13 @@ def _refuse_python_mismatch(closed, carry, index: tuple[int, int], extra,
         return
     why = intervals.python_mismatch(closed, len(carry.arrays), index, extra, floats=floats)
     if why is not None:
-        raise PythonMeaningError(
-            "a staged loop would compute its index's numbers differently from Python",
-            observed=f"the body {why}")
+        raise _mismatch(why)
+
+
+def _mismatch(why: str) -> PythonMeaningError:
+    return PythonMeaningError(
+        "a staged loop would compute its index's numbers differently from Python",
+        observed=f"the body {why}")
 
 
 
@@ -389,16 +391,15 @@ def _check_exiting(closed, carry, k0: int, n: int) -> None:
     index counts from 0; the body adds ``k0``). An integer that would outgrow int32
     is checked last: the loop is then counted (``counting``)."""
     if type(n) is int:
-        _refuse_python_mismatch(closed, carry, (0, n - 1), [])
         # its floats of the index are not given as Python computes them (as a loop's
         # without an exit are): one Python computes in float64 keeps the loop in Python,
         # unless it is too long to unroll (its exit may be traced): then float32, said so
+        # (its integers must be Python's all the same)
         why = intervals.python_mismatch(closed, len(carry.arrays), (0, n - 1), [], floats=True)
         if why is not None and n <= UNROLL_LIMIT:
-            raise PythonMeaningError(
-                "a staged loop would compute its index's numbers differently from Python",
-                observed=f"the body {why}")
+            raise _mismatch(why)
         if why is not None:
+            _refuse_python_mismatch(closed, carry, (0, n - 1), [])
             loc = errors.current_location()
             errors.warn(f"{loc.short + ': ' if loc is not None else ''}this `for` loop, which "
                         f"may stop early, is staged though its body {why}: its {n} steps are "
