@@ -33,6 +33,11 @@ class _Checker(gast.NodeVisitor):
             if isinstance(item, gast.FunctionDef):
                 self.visit(item)
 
+    def visit_FunctionDef(self, node):
+        if runs_as_written(node, self.directives):
+            return  # a nested function kept as the user wrote it (see `pipeline`)
+        self.generic_visit(node)
+
     def visit_Yield(self, node):
         self._reject(node, "`yield` is not supported in converted functions",
                      "write the generator as a loop that fills a list, or mark it with "
@@ -198,6 +203,28 @@ def _in_nested_def(root, node) -> bool:
             if any(n is node for n in gast.walk(child)):
                 return True
     return False
+
+
+def is_generator(fn: gast.FunctionDef) -> bool:
+    """Whether ``fn``'s own body (not a function or class inside it) yields."""
+    stack: list = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (gast.Yield, gast.YieldFrom)):
+            return True
+        if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
+                                 gast.ClassDef)):
+            stack.extend(gast.iter_child_nodes(node))
+    return False
+
+
+def runs_as_written(fn: gast.FunctionDef, directives: Resolver) -> bool:
+    """Whether ``fn``, a function defined inside the converted one, keeps the body the
+    user wrote: it is decorated with ``do_not_convert``, or it is a generator, which
+    no pass can lower (a generator's body runs a step at a time, as its consumer asks;
+    plain Python, as under ``jax.jit``)."""
+    return is_generator(fn) or any(
+        directives.of(d) is Directive.DO_NOT_CONVERT for d in fn.decorator_list)
 
 
 def check(node: gast.FunctionDef, filename: str, directives: Resolver | None = None) -> None:

@@ -179,6 +179,79 @@ def jit_cache_miss(f) -> Callable | None:
     return getattr(f, "_cache_miss", None)
 
 
+# -- functions JAX's transformations return ------------------------------------------
+
+_REBUILD_DEPTH = 4  # wrappers around wrappers: `jax.grad` keeps `value_and_grad`'s
+
+
+def _jax_code(fn) -> bool:
+    """Whether ``fn`` is JAX's code, or ``contextlib``'s decorator of a function with a
+    context manager, which ``jax.named_call`` returns on some versions."""
+    module = str((getattr(fn, "__globals__", None) or {}).get("__name__", ""))
+    return module.split(".")[0] == "jax" or module == "contextlib"
+
+
+def rebuild_transformed(f: Callable, replace: Callable[[Callable], Callable],
+                        is_user: Callable[[Callable], bool]) -> Callable | None:
+    """``f``, a function ``jax.checkpoint``, ``jax.vmap``, ``jax.grad``,
+    ``jax.named_call`` (...) returned around ``g``, made anew around ``replace(g)``,
+    with every option ``f`` was made with; or None where ``f`` is not such a
+    function, ``replace`` keeps ``g``, or ``g`` is not a user function
+    (``is_user``) or a function made so around one (``jax.vmap(jax.grad(h))``).
+
+    These transformations return a plain Python function of JAX's (``functools.wraps``
+    sets its ``__wrapped__`` to ``g``) that keeps ``g`` and the options in its closure,
+    directly or through another function of JAX's. Relies on that: the closure of
+    each such function is copied, with the cell holding ``g`` (or a function rebuilt
+    from one that holds it) replaced; the code and options stay JAX's own.
+    """
+    if not _jax_code(f):
+        return None
+    target = getattr(f, "__wrapped__", None)
+    end, depth = target, _REBUILD_DEPTH
+    while callable(end) and _jax_code(end) and depth:
+        end, depth = getattr(end, "__wrapped__", None), depth - 1
+    if not callable(target) or not callable(end) or _jax_code(end) or not is_user(end):
+        return None
+    new = replace(target)
+    if new is target:
+        return None
+    return _with_cell(f, target, new, _REBUILD_DEPTH)
+
+
+def _with_cell(fn, target, new, depth: int):
+    import types
+
+    if depth == 0 or not isinstance(fn, types.FunctionType) or not fn.__closure__:
+        return None
+    cells, changed = [], False
+    for cell in fn.__closure__:
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            cells.append(cell)
+            continue
+        if value is target:
+            cells.append(types.CellType(new))
+            changed = True
+        elif isinstance(value, types.FunctionType) and _jax_code(value):
+            inner = _with_cell(value, target, new, depth - 1)
+            cells.append(cell if inner is None else types.CellType(inner))
+            changed = changed or inner is not None
+        else:
+            cells.append(cell)
+    if not changed:
+        return None
+    out = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                             tuple(cells))
+    out.__kwdefaults__ = fn.__kwdefaults__
+    out.__dict__.update(fn.__dict__)
+    out.__qualname__, out.__doc__, out.__module__ = fn.__qualname__, fn.__doc__, fn.__module__
+    if getattr(fn, "__wrapped__", None) is target:
+        out.__wrapped__ = new  # type: ignore[attr-defined]
+    return out
+
+
 def is_unspecified(sharding) -> bool:
     """Whether a ``jit_info`` sharding leaf is "not given"."""
     return isinstance(sharding, UnspecifiedValue)
@@ -234,6 +307,8 @@ def output_runtime_tokens() -> dict:
 
 # the loggers that record an exception raised inside a host callback
 CALLBACK_LOGGERS = ("jax._src.debugging", "jax._src.callback")
+# the module of the frame each public JAX function enters through (its traceback filter)
+TRACEBACK_FILTER_MODULE = _traceback_util.__name__
 
 
 def exclude_from_tracebacks(path: str) -> None:

@@ -152,7 +152,8 @@ def convert_tree(node: gast.FunctionDef, filename: str, *, recursive: bool = Tru
 
 
 def _keep_unconverted(node: gast.FunctionDef, directives: directive_calls.Resolver) -> bool:
-    """Keeps the user's body of each nested function decorated with ``do_not_convert``.
+    """Keeps the user's body of each nested function decorated with ``do_not_convert``,
+    and of each nested generator (``checks.runs_as_written``).
 
     The passes still rewrite it, so that the analyses of the enclosing code
     see the same names, and ``_put_back_unconverted`` restores it: the
@@ -161,9 +162,8 @@ def _keep_unconverted(node: gast.FunctionDef, directives: directive_calls.Resolv
     """
     kept = False
     for child in walk(node):
-        if (isinstance(child, gast.FunctionDef) and child is not node and child.decorator_list
-                and any(directives.of(d) is directive_calls.Directive.DO_NOT_CONVERT
-                        for d in child.decorator_list)):
+        if (isinstance(child, gast.FunctionDef) and child is not node
+                and checks.runs_as_written(child, directives)):
             anno.set(child, Anno.UNCONVERTED_BODY, copy.deepcopy(child.body))
             kept = True
     return kept

@@ -227,3 +227,30 @@ def test_jax_messages_are_read_in_jax_internals_alone():
             text = path.read_text(encoding="utf-8")
             found += [f"{path.relative_to(ROOT)}: {p}" for p in phrases if p in text]
     assert not found, found
+
+
+def test_rebuild_transformed_makes_a_transformation_anew_with_its_options():
+    def g(x, k):
+        return x * k
+
+    def doubled(x, k):
+        return 2 * x * k
+
+    def user(fn):
+        return fn in (g, doubled)
+
+    ckpt = jax.checkpoint(g, static_argnums=(1,))
+    new = internals.rebuild_transformed(ckpt, lambda fn: doubled, user)
+    assert new is not None and new.__wrapped__ is doubled
+    assert float(new(jnp.float32(3.0), 2.0)) == 12.0
+    mapped = jax.vmap(g, in_axes=(0, None))
+    new = internals.rebuild_transformed(mapped, lambda fn: doubled, user)
+    np.testing.assert_allclose(new(jnp.arange(3.0), 2.0), [0.0, 4.0, 8.0])
+    # around another transformation's function: `jax.grad` keeps `value_and_grad`'s
+    grad = jax.grad(g)
+    new = internals.rebuild_transformed(grad, lambda fn: doubled, user)
+    assert float(new(jnp.float32(3.0), 2.0)) == 4.0
+    # not rebuilt: the replacement keeps the function, a library function, a user one
+    assert internals.rebuild_transformed(ckpt, lambda fn: fn, user) is None
+    assert internals.rebuild_transformed(jax.checkpoint(jnp.sin), lambda fn: g, user) is None
+    assert internals.rebuild_transformed(g, lambda fn: doubled, user) is None

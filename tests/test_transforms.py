@@ -354,3 +354,89 @@ def test_convert_of_library_code_runs_it_unconverted_with_a_warning():
     assert g is jnp.linalg.norm
     assert autograph.convert(operator.add) is operator.add
     assert autograph.convert(jax.nn.relu)(-1.0) == 0.0  # a custom_jvp of JAX's own code
+
+
+# -- functions JAX's transformations made before converted code calls them -------------
+
+@jax.checkpoint
+def _checkpointed(x):
+    if x.sum() > 1:
+        return jnp.tanh(x)
+    return x + 1
+
+
+@functools.partial(jax.checkpoint, prevent_cse=False, static_argnums=(1,))
+def _checkpointed_static(x, k):
+    assert isinstance(k, float)  # static, as it was made: a Python float
+    if x.sum() > k:
+        return jnp.tanh(x)
+    return x + 1
+
+
+@functools.partial(jax.vmap, in_axes=1, out_axes=0)
+def _columns(c):
+    if c[0] > 0.5:
+        return c * 2
+    return -c
+
+
+_grad_branchy = jax.grad(_branchy)
+_value_and_grad_branchy = jax.value_and_grad(_branchy)
+_hessian_branchy = jax.hessian(_branchy)
+_named_branchy = jax.named_call(_branchy, name="branchy")
+
+
+def _eager_branchy_grad(w):
+    return 2 * w + jnp.cos(w) if w > 0 else -1.0 - jnp.sin(w)
+
+
+def test_functions_jax_made_around_user_functions_are_made_anew_around_converted_ones():
+    # `@jax.checkpoint` / `@jax.vmap` helpers and `jax.grad(g)` made before the call:
+    # plain `jax.jit` raises on each `if`; converted code converts `g` and keeps the
+    # options (static_argnums, in_axes, ...) the function was made with
+    def uses(x, m):
+        return (_checkpointed(x), _checkpointed_static(x, 1.0), _columns(m),
+                jax.vmap(_grad_branchy)(x), jax.vmap(_value_and_grad_branchy)(x),
+                jax.vmap(_hessian_branchy)(x), jax.vmap(_named_branchy)(x))
+
+    f = jax.jit(autograph.convert(uses))
+    for x in (jnp.array([0.5, 0.9]), jnp.array([-0.2, 0.1])):
+        m = jnp.stack([x, -x, 2 * x])  # columns of 3 rows
+        ckpt, ckpt_static, cols, g, (v, vg), h, named = f(x, m)
+        total = float(x.sum())
+        want = jnp.tanh(x) if total > 1 else x + 1
+        np.testing.assert_allclose(ckpt, want, rtol=1e-6)
+        np.testing.assert_allclose(ckpt_static, want, rtol=1e-6)
+        np.testing.assert_allclose(cols, np.stack([np.asarray(c) * 2 if c[0] > 0.5 else -np.asarray(c)
+                                                   for c in np.asarray(m).T]), rtol=1e-6)
+        want_g = jnp.stack([_eager_branchy_grad(w) for w in x])
+        np.testing.assert_allclose(g, want_g, rtol=1e-5)
+        np.testing.assert_allclose(vg, want_g, rtol=1e-5)
+        np.testing.assert_allclose(v, jnp.stack([_branchy(w) for w in x]), rtol=1e-5)
+        np.testing.assert_allclose(h, jnp.stack([2 - jnp.sin(w) if w > 0 else -jnp.cos(w)
+                                                 for w in x]), rtol=1e-5)
+        np.testing.assert_allclose(named, jnp.stack([_branchy(w) for w in x]), rtol=1e-6)
+    # the gradient through the rebuilt checkpoint is the gradient of the branch taken
+    x = jnp.array([0.5, 0.9])
+    grad = jax.grad(lambda x: autograph.convert(uses)(x, jnp.ones((3, 2)))[0].sum())(x)
+    np.testing.assert_allclose(grad, 1 - jnp.tanh(x) ** 2, rtol=1e-6)
+
+
+def test_a_user_function_decorated_with_a_context_manager_is_converted_inside_it():
+    log = []
+
+    class Scope(__import__("contextlib").ContextDecorator):
+        def __enter__(self):
+            log.append("enter")
+
+        def __exit__(self, *exc):
+            log.append("exit")
+
+    scoped = Scope()(_branchy)
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(lambda w: scoped(w))(1.0)
+    log.clear()
+    f = jax.jit(autograph.convert(lambda w: scoped(w)))
+    assert float(f(2.0)) == pytest.approx(float(_branchy(2.0)))
+    assert float(f(-2.0)) == pytest.approx(float(_branchy(-2.0)))
+    assert log == ["enter", "exit"]  # once, as the one trace calls it (as `jax.jit` would)

@@ -21,18 +21,21 @@ import numpy as np
 from autograph import jax_internals
 
 from ..core import intervals, key_order
-from ..core.values import is_array, is_python_number, is_undefined
+from ..core.values import is_array, is_python_number, is_undefined, iterator_leaf
 
 tree_util = jax.tree_util
 
 
 
 def flatten(value):
-    """(treedef, leaves) of ``value``; ``Undefined`` markers are leaves. The treedef
+    """(treedef, leaves) of ``value``; ``Undefined`` markers and iterators are leaves. The treedef
     unflattens each dict with its keys in ``value``'s order (see ``key_order``)."""
-    leaves, treedef = tree_util.tree_flatten(key_order.ordered(value, is_undefined),
-                                             is_leaf=is_undefined)
+    leaves, treedef = tree_util.tree_flatten(key_order.ordered(value, _leaf), is_leaf=_leaf)
     return treedef, leaves
+
+
+def _leaf(x) -> bool:
+    return is_undefined(x) or iterator_leaf(x)
 
 
 def is_carryable(leaf) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import threading
 import types
@@ -366,12 +367,18 @@ def describe(x) -> str:
     return f"a `{type(x).__name__}` object"
 
 
+def iterator_leaf(x) -> bool:
+    """``is_leaf`` for flattening a user's values: an iterator (a generator, ``map``,
+    ``zip``) is a leaf, which JAX deprecates flattening without saying so."""
+    return isinstance(x, collections.abc.Iterator)
+
+
 def any_traced(tree) -> bool:
     try:
-        leaves = jax.tree_util.tree_leaves(tree)
+        leaves = jax.tree_util.tree_leaves(tree, is_leaf=iterator_leaf)
     except (TypeError, ValueError):  # a dict whose keys do not sort (`{1: a, "b": c}`)
         from .key_order import ordered
-        leaves = jax.tree_util.tree_leaves(ordered(tree))
+        leaves = jax.tree_util.tree_leaves(ordered(tree, iterator_leaf), is_leaf=iterator_leaf)
     return any(isinstance(leaf, Tracer) for leaf in leaves)
 
 

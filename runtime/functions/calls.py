@@ -180,6 +180,12 @@ def _function(f: types.FunctionType):
         rebuilt = libraries.rebuild(f, resolve)  # a linen method: around the user's method
         if rebuilt is not None:
             return rebuilt
+        # `@jax.checkpoint`, `@jax.vmap`, `jax.grad(g)` made before the call: made anew
+        # around the converted `g`, with the same options
+        rebuilt = jax_internals.rebuild_transformed(
+            f, resolve, lambda g: library_module(g) is None)
+        if rebuilt is not None:
+            return rebuilt
         e = transforms.entry(f)
         if e is not None:
             return transforms.convert_arguments(f, e, resolve)
@@ -441,7 +447,9 @@ def note_unconverted_callee(error: BaseException) -> None:
         module = t.tb_frame.f_globals.get("__name__", "") or ""
         top = module.split(".")[0]
         if top in SKIP_PACKAGES:
-            if library is None and top != "autograph":
+            # (JAX's public functions enter through its traceback filter)
+            if (library is None and top != "autograph"
+                    and module != jax_internals.TRACEBACK_FILTER_MODULE):
                 library = module
         else:
             user = t  # called by a library, or by a built-in (`map`, `functools.reduce`)

@@ -9,20 +9,15 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from autograph import errors
 
 from ..core import host_callbacks, run_time_errors
-from ..core.values import Tracer, branch_guard, is_staging, is_traced
+from ..core.values import Tracer, any_traced, branch_guard, is_staging, is_traced
 from . import strings
 from .strings import FString
-
-
-def _has_tracer(values) -> bool:
-    return any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
 def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
@@ -49,7 +44,7 @@ def print_(*values: Any, sep: str | None = " ", end: str | None = "\n",
       file: as for ``print``.
       flush: as for ``print``.
     """
-    if not _has_tracer(values) and not is_staging():
+    if not any_traced(values) and not is_staging():
         return builtins.print(*values, sep=sep, end=end, file=file, flush=flush)
     # in a staged branch or loop body even Python values print when the step runs
     _print_at_run_time(values, sep=sep, end=end, file=file, flush=flush)

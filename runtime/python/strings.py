@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ..core.values import Tracer
+from ..core.values import Tracer, iterator_leaf
 
 # The text of an `FString` whose formatting a tracer refuses (`"{:.2f}".format(x)`)
 _UNFORMATTABLE = "<formatted when the program runs>"
@@ -121,7 +121,8 @@ def _collect(value, traced: list) -> _Fill | None:
             new = [v if f is None else f(it) for v, f in zip(items, fills)]
             return dict(zip(value, new)) if isinstance(value, dict) else type(value)(new)
         return fill_items
-    leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda v: isinstance(v, FString))
+    leaves, treedef = jax.tree_util.tree_flatten(
+        value, is_leaf=lambda v: isinstance(v, FString) or iterator_leaf(v))
     if jax.tree_util.treedef_is_leaf(treedef):
         return None  # a Python value
     fills = [_collect(v, traced) for v in leaves]
