@@ -100,3 +100,19 @@ def test_the_bound_is_given_by_position_and_named_for_the_user():
     got = jax.jit(autograph.convert(counter_with_a_moving_limit), static_argnums=1)(
         jnp.float32(1.0), 3)
     assert got == 8.0
+
+
+def returns_none_on_one_path(x):
+    y = x + 1
+    if x > 0:
+        return None
+    return x, y
+
+
+def test_a_path_returning_none_is_told_what_the_others_return():
+    with pytest.raises(autograph.BranchError) as e:
+        jax.jit(autograph.convert(returns_none_on_one_path))(jnp.ones(1))
+    message = str(e.value)
+    assert "returns None (by `return None`, a bare `return`, or the end of the function)" in (
+        message)
+    assert "fix: return a tuple of 2 on that path too" in message

@@ -438,3 +438,24 @@ def test_progress_clears_its_line_before_a_message():
     assert tty.getvalue().endswith("\r") and tty.getvalue().count("a.py") == 1
     p.show("b.py")  # the count goes on, on a fresh line
     assert tty.getvalue().endswith("[2/10] b.py")
+
+
+def list_indexed_by_a_staged_counter(x, n):
+    a = [x, x, x]
+    i = 0
+    while i < n:  # a traced `n` stages the loop: `i` is traced in its body
+        a[i] = x * 2
+        i += 1
+    return a[0]
+
+
+def test_a_python_list_indexed_by_a_traced_value_says_what_to_use_instead():
+    with pytest.raises(jax.errors.TracerIntegerConversionError) as info:
+        jax.jit(autograph.convert(list_indexed_by_a_staged_counter))(jnp.ones(2), jnp.int32(2))
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "a Python list takes a Python int as its index" in notes
+    assert "a = a.at[i].set(v)" in notes
+    assert "test_newcomer.py" in str(info.value) + notes  # the user's line
+    # a Python index keeps Python's list: nothing to say
+    assert float(jax.jit(autograph.convert(list_indexed_by_a_staged_counter), static_argnums=1)(
+        jnp.ones(2), 2)[0]) == 2.0

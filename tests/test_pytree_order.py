@@ -302,6 +302,25 @@ def test_a_loop_that_sorts_a_dict_through_tree_map_says_so():
         e.value)
 
 
+def descended_from_a_dict_argument(p, x):
+    loss = jnp.sum((p["w"] * x + p["b"]) ** 2)
+    while loss > 0.1:
+        p = {"w": p["w"] * 0.9, "b": p["b"] * 0.9}  # the user's order, not jit's
+        loss = jnp.sum((p["w"] * x + p["b"]) ** 2)
+    return loss
+
+
+def test_a_loop_rebuilding_a_dict_jit_handed_over_sorted_says_so():
+    params = {"w": jnp.ones(3), "b": jnp.ones(3) * 0.5}
+    with pytest.raises(autograph.LoopStateError, match="must keep the order of its keys") as e:
+        jax.jit(autograph.convert(descended_from_a_dict_argument))(params, jnp.ones(3))
+    # the fix names where the sorted order came from, and a change that applies
+    assert "`jax.jit`, `jax.grad` and `jax.vmap` hand a dict argument over with its keys " \
+           "sorted" in str(e.value)
+    assert "build `p` in the loop with its keys in the order ['b', 'w']" in str(e.value)
+    assert "to begin with" not in str(e.value)  # it did begin with that order
+
+
 def moved_to_the_end_in_a_long_loop(x):
     d = {"w": x, "b": x * 0}
     for i in range(20):

@@ -547,7 +547,7 @@ def iterate_until_converged(x):
 
 def test_while_true_with_return_as_only_exit():
     # every path returns, but the staged loop reports "one path returns ...
-    # while the path through the false branch returns nothing (None)".
+    # while the path through the false branch returns None".
     check_equivalent(iterate_until_converged, (F32(3.0),))
 
 

@@ -760,9 +760,11 @@ def _structure_error(name, vt, vf):
         return errors.BranchError(
             "every path of a function must return a value when the path depends on arrays",
             observed=f"one path returns {describe(vf if vt is None else vt)} while the path "
-                     f"through the {missing} branch returns nothing (None)",
+                     f"through the {missing} branch returns None (by `return None`, a bare "
+                     f"`return`, or the end of the function)",
             variable=name,
-            fix="add a `return` on every path (for example at the end of the function)")
+            fix=f"return {describe(vf if vt is None else vt)} on that path too (a `return` "
+                f"with a value there, or at the end of the function)")
     return errors.BranchError(
         "a variable must have the same structure on both branches of an array-dependent `if`",
         observed=f"{_q(name)} is {describe(vt)} on the true branch but {describe(vf)} on the "

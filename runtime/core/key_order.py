@@ -150,9 +150,13 @@ def tree_map(fn: Callable[..., Any], value: Any,
 
 
 def sorted_hint(name: str, keys_a, keys_b) -> str:
-    """Where one of two orders of a dict's keys is the sorted one (``jax.tree.map`` and
-    the libraries built on it, optax's updates among them, give a dict its keys in
-    sorted order), the first part of a fix saying so; else ''."""
+    """Where one of two orders of a dict's keys, before (``keys_a``) and after, is the
+    sorted one, the first part of a fix saying where that order comes from; else ''.
+
+    ``jax.tree.map`` and the libraries built on it (optax's updates) give a dict its
+    keys in sorted order, and ``jax.jit``, ``jax.grad`` and ``jax.vmap`` hand a
+    dict argument to the function with its keys sorted.
+    """
     a, b = list(keys_a), list(keys_b)
     try:
         ordered = sorted(a)
@@ -160,6 +164,10 @@ def sorted_hint(name: str, keys_a, keys_b) -> str:
         return ""
     if a == b or (b != ordered and a != ordered):
         return ""
+    if a == ordered:  # sorted before: an argument of a transformation, say
+        return (f"`jax.jit`, `jax.grad` and `jax.vmap` hand a dict argument over with "
+                f"its keys sorted (and `jax.tree.map` builds dicts so): build `{name}` "
+                f"in the loop with its keys in the order {ordered}; or ")
     return (f"`jax.tree.map` (and the libraries built on it, such as optax) gives a dict "
             f"its keys in sorted order: build `{name}` with its keys in the order "
             f"{ordered} to begin with; or ")

@@ -53,13 +53,18 @@ def setitem(obj: Any, index: Any, value: Any,
       ``obj`` itself, updated in place, or for a JAX array a new array.
     """
     if not _is_jax_array(obj):
-        if op is not None:
-            value = op(obj[index], value)
-        elif isinstance(obj, tuple) and obj[index] is value:
-            # `t[0][k] = v` on a list a tuple holds: the list is updated in place,
-            # and Python never stores into the tuple
-            return obj
-        obj[index] = value
+        try:
+            if op is not None:
+                value = op(obj[index], value)
+            elif isinstance(obj, tuple) and obj[index] is value:
+                # `t[0][k] = v` on a list a tuple holds: the list is updated in place,
+                # and Python never stores into the tuple
+                return obj
+            obj[index] = value
+        except TypeError as e:
+            if isinstance(index, Tracer) and isinstance(obj, (list, tuple)):
+                _note_traced_index(e, obj)
+            raise
         return obj
     refuse_numpy_update(obj)  # a staged loop's stand-in for a NumPy array it carries
     if op is not None:
@@ -68,6 +73,20 @@ def setitem(obj: Any, index: Any, value: Any,
             index.dtype) == np.bool_ and np.shape(index) == np.shape(obj) and np.ndim(value) == 0:
         return jnp.where(index, jnp.asarray(value, obj.dtype), obj)
     return obj.at[index].set(value)
+
+
+def _note_traced_index(error: TypeError, obj) -> None:
+    """Adds to JAX's error for a Python list indexed by a traced value what to do."""
+    kind = type(obj).__name__
+    try:
+        error.add_note(
+            f"autograph: a Python {kind} takes a Python int as its index, and this index "
+            f"is traced (an array's value, or the counter of a staged loop: its value is "
+            f"known only when the program runs). Keep the items in a JAX array instead: "
+            f"`a = jnp.stack(a)` (or `jnp.zeros(n)`) before, `a = a.at[i].set(v)` to "
+            f"assign and `a[i]` to read")
+    except (AttributeError, TypeError):  # pragma: no cover - an exception with __slots__
+        pass
 
 
 _UNREAD = object()
