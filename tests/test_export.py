@@ -42,6 +42,25 @@ def test_export_has_a_symbolic_dimension_and_matches_python():
             np.testing.assert_allclose(exported.call(xs, limit), want)
 
 
+def weighted_then_counted(x):
+    s = 0.0
+    for i in range(x.shape[0]):  # a symbolic dimension: a loop counted when it runs
+        s = s + x[i] * i
+    for j in range(1, x.shape[0] - 1):
+        if x[j] > 2:
+            break
+        s = s + 1
+    return s
+
+
+def test_a_range_over_a_symbolic_dimension_is_a_loop_counted_at_run_time():
+    # plain `jax.export` raises TypeError at `range(x.shape[0])`
+    exported = autograph.export(weighted_then_counted, SPECS[0])
+    for n in (1, 2, 3, 6):  # trip counts 0 to 6 (symbolic dimensions are >= 1), one break
+        xs = np.arange(n, dtype=np.float32)
+        np.testing.assert_allclose(exported.call(xs), weighted_then_counted(xs))
+
+
 def test_save_then_load_in_a_fresh_process_elsewhere(tmp_path):
     path = tmp_path / "sum.agx"
     autograph.save(path, clipped_running_sum, *SPECS)

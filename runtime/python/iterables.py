@@ -170,6 +170,14 @@ def as_seq(it):
     return None
 
 
+def _symbolic(value) -> bool:
+    """Whether ``value`` is a symbolic dimension of ``jax.export``."""
+    if type(value) is int or isinstance(value, Tracer) or not hasattr(value, "__jax_array__"):
+        return False
+    from jax import export
+    return export.is_symbolic_dim(value)
+
+
 def range_(*args: Any) -> range | TracedRange:
     """``range(*args)``; a traced bound gives a range that ``for_stmt`` stages.
 
@@ -187,6 +195,10 @@ def range_(*args: Any) -> range | TracedRange:
     Raises:
       ConditionError: ``step`` is traced.
     """
+    if any(_symbolic(a) for a in args):
+        # a dimension `jax.export` leaves symbolic (`x.shape[0]` of a `None` dimension):
+        # known when the program runs, as a traced bound is
+        args = tuple(jnp.asarray(a) if _symbolic(a) else a for a in args)
     if not any(isinstance(a, Tracer) for a in args):
         return range(*args)  # Python's own semantics and errors (`range(2.5)`)
     step: Any  # a Python int, or a traced value (rejected below)
