@@ -778,3 +778,42 @@ def test_a_local_set_changed_in_a_staged_branch_is_named():
     with pytest.raises(autograph.errors.BranchError) as e:
         jax.jit(autograph.convert(adds_to_a_local_set))(jnp.float32(2.0))
     assert "`seen_values`" in str(e.value) and "<input" not in str(e.value)
+
+
+class _Seen:
+    def __init__(self):
+        self.seen = 0
+
+    def __call__(self, batch):
+        self.seen = self.seen + batch.shape[0]  # a metric object, as Keras keeps one
+
+
+_SEEN = _Seen()
+
+
+def counts_batches_and_prints(xs):
+    step = 0
+    for x in xs:  # 17 batches: staging is tried, and given up for the attribute
+        step += 1
+        _SEEN(x)
+        if step % 8 == 0:
+            print("step", step, "seen", _SEEN.seen)
+    return step
+
+
+def test_a_staging_attempt_given_up_leaves_nothing_in_the_program(capfd):
+    # the body's `print` sits under an `if` that the staged attempt traced: had its
+    # scan been put in the program before the attempt was given up, it would print
+    # "seen 2" on every call beside the unrolled loop's own prints
+    _SEEN.seen = 0
+    with pytest.warns(UserWarning, match="runs unrolled"):
+        f = autograph.function(counts_batches_and_prints)
+        assert int(f(jnp.ones((17, 2)))) == 17
+    jax.effects_barrier()
+    assert capfd.readouterr().out == "step 8 seen 16\nstep 16 seen 32\n"  # while tracing
+    assert int(f(jnp.ones((17, 2)))) == 17
+    jax.effects_barrier()
+    assert capfd.readouterr().out == ""  # as under `jax.jit`: nothing at run time
+    with pytest.warns(UserWarning, match="runs unrolled"):
+        jaxpr = jax.make_jaxpr(autograph.convert(counts_batches_and_prints))(jnp.ones((17, 2)))
+    assert "scan" not in primitives(jaxpr) and "debug_callback" not in primitives(jaxpr)

@@ -611,7 +611,7 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                                    dead=dead)
             try:
                 with tracing_static_loop(), before_binding(
-                        _follows(plan, verdict, extra_test)):
+                        _follows(plan, verdict, extra_test, outside)):
                     out = scan_for(seq, k, body, state, names, extra_test)
                 changed = outside.changed()
                 if changed is not None:
@@ -713,13 +713,17 @@ class _NotFollowed(Exception):
         self.plan = plan
 
 
-def _follows(plan: Plan, verdict: invisible.Verdict, extra_test):
+def _follows(plan: Plan, verdict: invisible.Verdict, extra_test, outside: OuterState):
     """``_followed``'s test of the carried Python ints, made once the staged body is
     traced and before its scan is put in the program (``scan_loops.before_binding``):
     an int carried at a position the staged loop does not follow exactly (``finals``)
-    raises ``_NotFollowed``. (What lies outside the loop is compared after the scan:
-    lists and dicts the loop carries are written back only then.)"""
+    raises ``_NotFollowed``. What tracing the body changed outside the loop raises
+    the loop's error there too; what the lists and dicts the loop carries change
+    through another name is compared after the scan, which writes them back."""
     def check(carry, finals):
+        changed = outside.changed()
+        if changed is not None:
+            raise _changes_outside(Construct.FOR, changed)
         for n in verdict.python_ints:
             if any(i not in finals for i, owner in enumerate(carry.owners) if owner == n):
                 raise _NotFollowed(_keeps_a_python_number(plan, extra_test, f"`{n}`"))
