@@ -57,6 +57,7 @@ from autograph.runtime.core import host_callbacks as _host_callbacks
 from autograph.runtime.core import run_time_errors as _run_time_errors
 from autograph.runtime.functions import libraries as _libraries
 from autograph.runtime.functions import transforms as _transforms
+from autograph.static_keys import ByValue as _ByValue
 from autograph.static_keys import keyed as _keyed
 from autograph.static_keys import unkeyed as _unkeyed
 from autograph.static_leaves import held, holds_module, release, static_outputs
@@ -274,12 +275,23 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
         target, record = self._target, self._record_trace
         ordered, checks = self._ordered, self._checks
 
+        code = getattr(plain, "__code__", None)
+        names: tuple = code.co_varnames[:code.co_argcount] if code is not None else ()
+
         def traced(*args, **kwargs):
+            watched = _keyed_objects(args, kwargs, names)
             args = tuple(map(_unkeyed, args))
             kwargs = {k: _unkeyed(v) for k, v in kwargs.items()}
             record(args, kwargs)
-            with _host_callbacks.ordering(ordered, checks):
-                return static_outputs(target(*args, **kwargs))
+            before = [(name, obj, dict(vars(obj))) for name, obj in watched]
+            try:
+                with _host_callbacks.ordering(ordered, checks):
+                    out = static_outputs(target(*args, **kwargs))
+            except BaseException:
+                _refuse_traced_attributes(before, refuse=False)
+                raise
+            _refuse_traced_attributes(before)
+            return out
 
         if self._signature is not None:
             # lets jax.jit map names to positions (inspect reads a function's __signature__)
@@ -766,6 +778,49 @@ class _BoundFunction:
     @property
     def python_function(self):
         return self._function.python_function.__get__(self._obj)
+
+
+def _keyed_objects(args, kwargs, params: tuple) -> list[tuple[str, Any]]:
+    """The plain objects among the arguments, which the cache keys by their attributes
+    (``static_keys``), with the parameter each is given as."""
+    found = [(f"`{params[i]}`" if i < len(params) else f"argument {i}", a)
+             for i, a in enumerate(args)]
+    found += [(f"`{k}`", v) for k, v in kwargs.items()]
+    return [(where, _unkeyed(v)) for where, v in found
+            if type(v) is _ByValue and isinstance(getattr(_unkeyed(v), "__dict__", None), dict)]
+
+
+def _refuse_traced_attributes(before, refuse: bool = True) -> None:
+    """Puts back the attributes tracing gave a traced value on an argument object, and
+    (with ``refuse``) says so: the object would keep a tracer past the call (its
+    attributes are part of the cache's key, read as constants, never carried out)."""
+    for where, obj, attrs in before:
+        leaked = [k for k, v in vars(obj).items()
+                  if attrs.get(k, _MISSING) is not v and _any_tracer((v,), {})]
+        if not leaked:
+            continue
+        for k in leaked:  # (what else tracing set stays, as it does under `jax.jit`)
+            if k in attrs:
+                vars(obj)[k] = attrs[k]
+            else:
+                del vars(obj)[k]
+        if not refuse:
+            continue
+        name = leaked[0]
+        raise errors.AutographError(
+            "an `autograph.function` cannot assign a traced value to an attribute of an "
+            "object it is given",
+            observed=f"attribute `{name}` of the `{type(obj).__name__}` object given as "
+                     f"{where} is assigned a value computed from the traced arguments; it "
+                     f"would hold a tracer after the call (the object's attributes are "
+                     f"read as constants that key the trace, not carried in and out)",
+            variable=name,
+            fix=f"return the new value and assign it after the call (`new = f(obj, ...)`, "
+                f"then `obj.{name} = new`), or pass the arrays themselves (or a pytree "
+                f"holding them) as arguments")
+
+
+_MISSING = object()
 
 
 def _any_tracer(args, kwargs) -> bool:

@@ -421,3 +421,29 @@ def test_retrace_warning_points_at_caller():
     got = _calls_warnings(f, [(i,) for i in range(1, 8)])
     assert len(got) == 1
     assert got[0].filename == __file__, got[0].filename
+
+
+class _Weights:
+    def __init__(self):
+        self.w = jnp.ones(3)
+        self.calls = 0
+
+
+def _apply_gradient(model, x):
+    model.calls += 1  # a Python side effect: while tracing, as `jax.jit` runs it
+    g = jax.grad(lambda w: jnp.sum((w * x - 1.0) ** 2))(model.w)
+    model.w = model.w - 0.1 * g  # a traced value on the object given
+    return jnp.sum(model.w)
+
+
+def test_a_traced_value_assigned_to_an_argument_objects_attribute_is_refused_and_undone():
+    f = autograph.function(_apply_gradient)
+    m = _Weights()
+    w = m.w
+    with pytest.raises(autograph.AutographError, match="cannot assign a traced value to an "
+                                                       "attribute of an object it is given") as e:
+        f(m, jnp.arange(3.0))
+    assert "attribute `w` of the `_Weights` object given as `model`" in str(e.value)
+    assert "obj.w = new" in str(e.value)
+    assert m.w is w  # not a tracer: put back as it was
+    assert m.calls == 1  # a Python value it set stays, as under tracing
