@@ -48,6 +48,7 @@ class FunctionScopes(Converter):
         self._locals: list[frozenset] = []
         self._captured: list[frozenset] = []
         self._write_only: list[frozenset] = []
+        self._in_try: list[frozenset] = []
         # the loops around the statement being lowered, innermost last (in this function)
         self.enclosing_loops: list[gast.stmt] = []
 
@@ -64,6 +65,19 @@ class FunctionScopes(Converter):
         value from before it.
         """
         return self._captured[-1]
+
+    @property
+    def in_try(self) -> frozenset:
+        """Names of the current function that the body of a ``try`` with a handler or
+        a ``finally:`` assigns.
+
+        A generated branch or loop function that carries one out updates it in place
+        too (``nonlocal``): a handler (or the ``finally:``) that an exception raised
+        in the block reaches sees what the block assigned before it, as in Python,
+        where a loop leaves a variable with what the iterations before the exception
+        assigned. (Only names the block carries out: the function binds those.)
+        """
+        return self._in_try[-1]
 
     @property
     def block_locals(self) -> frozenset:
@@ -88,7 +102,9 @@ class FunctionScopes(Converter):
             # captured set already counts the closures defined anywhere inside it
             captured = self._captured[-1]
             write_only = self._write_only[-1]
+            in_try = self._in_try[-1]
         else:
+            in_try = _assigned_in_try(node)
             write_only = dead_lists.write_only_lists(node)
             captured = anno.get(node, Anno.CLOSURE_READS)
             if captured is None:
@@ -96,6 +112,7 @@ class FunctionScopes(Converter):
         self._locals.append(activity.function_locals(node))
         self._captured.append(captured)
         self._write_only.append(write_only)
+        self._in_try.append(in_try)
         loops = self.enclosing_loops
         if not anno.get(node, Anno.GENERATED):
             self.enclosing_loops = []  # a user function of its own: its loops only
@@ -105,6 +122,7 @@ class FunctionScopes(Converter):
             self._locals.pop()
             self._captured.pop()
             self._write_only.pop()
+            self._in_try.pop()
             self.enclosing_loops = loops
 
     def _block_in_loop(self, node):
@@ -137,3 +155,27 @@ class FunctionScopes(Converter):
                 continue
             out.extend(r if isinstance(r, list) else [r])
         return out
+
+
+
+def _assigned_in_try(node: gast.FunctionDef) -> frozenset:
+    """The local names of ``node`` that the body of one of its `try` statements with a
+    handler or a ``finally:`` assigns (not in a nested function)."""
+    found: set[str] = set()
+    stack: list = list(node.body)
+    while stack:
+        child = stack.pop()
+        kind = type(child)
+        if kind in (gast.FunctionDef, gast.Lambda, gast.ClassDef):
+            continue
+        if kind is gast.Try and (child.handlers or child.finalbody):
+            inner: list = list(child.body)
+            while inner:
+                n = inner.pop()
+                if type(n) in (gast.FunctionDef, gast.Lambda, gast.ClassDef):
+                    continue
+                if type(n) is gast.Name and type(n.ctx) is gast.Store:
+                    found.add(n.id)
+                activity.push_children(n, inner.append)
+        activity.push_children(child, stack.append)
+    return frozenset(found) & activity.function_locals(node) if found else frozenset()

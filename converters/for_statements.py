@@ -135,7 +135,7 @@ class Lowering(FunctionScopes):
                                  type_comment=None)
             templates.set_location(assign, node.target)
             body = [assign] + body
-        params, shared = cell_params(state, self.captured, namer, node)
+        params, shared = cell_params(state, self.captured | self.in_try, namer, node)
         if captured_target:  # Python's late binding: closures see the loop's last item
             if shared:
                 shared[0].names.extend(captured_target)
@@ -156,7 +156,7 @@ class Lowering(FunctionScopes):
         if extra is None:
             return stmts + with_plan(self.with_dead_lists(with_returns(
                 _CALL.substitute(node, **common), state, self.ctx.namer.roles), node), node)
-        test_params, test_shared = cell_params(state, self.captured, namer, node)
+        test_params, test_shared = cell_params(state, self.captured | self.in_try, namer, node)
         test = _TEST.substitute(node, TEST_FN=test_fn, PARAMS=test_params, TEST=extra,
                                 SHARED=test_shared or [gast.Pass()])
         if not test_shared:

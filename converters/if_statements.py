@@ -60,9 +60,10 @@ class Lowering(FunctionScopes):
         outputs = state.outputs
         modified = set(state.params) | set(state.outputs) | set(state.local)
         namer = self.ctx.namer
-        # A name a closure reads lives in a cell the branches update in place; each
-        # branch starts by resetting it from a copy, since a traced `if` traces both.
-        captured = tuple(sorted(modified & self.captured))
+        # A name a closure reads lives in a cell the branches update in place (and so
+        # does an output a handler may read, see `in_try`); each branch starts by
+        # resetting it from a copy, since a traced `if` traces both.
+        captured = tuple(sorted((modified & self.captured) | (set(outputs) & self.in_try)))
         copies = {n: namer.new(n) for n in captured}
         params, unread = _outputs_first(
             outputs, tuple(p for p in state.params if p not in captured) + captured)

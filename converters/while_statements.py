@@ -177,7 +177,7 @@ class Lowering(FunctionScopes):
         body, opts = loop_options(node.body, self.ctx.directives)
         state = carried.loop_state(node, self.block_locals).params
         namer = self.ctx.namer
-        params, shared = cell_params(state, self.captured, namer, node)
+        params, shared = cell_params(state, self.captured | self.in_try, namer, node)
         stmts = mark_generated(_FUNCS.substitute(
             node, TEST_FN=test_fn, BODY_FN=body_fn, PARAMS=params, STATE=state, TEST=node.test,
             SHARED=shared or [gast.Pass()], BODY=shared + body))

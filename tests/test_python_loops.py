@@ -401,3 +401,76 @@ def test_a_loop_whose_body_always_exits_at_once_runs_as_python():
     for x in (1.0, 5.0):
         assert float(staged(x)) == _continues_or_returns(x)
     assert "python_index" not in autograph.to_code(_continues_or_returns)
+
+
+def takes_until(x, items, stop):
+    for v in items:
+        if v >= stop:
+            break
+        x = x + v
+    return x
+
+
+def returns_first_above(items, bound):
+    for v in items:
+        if v > bound:
+            return v
+    return -1
+
+
+@pytest.mark.parametrize("stop", [0, 3, 100])
+def test_a_break_leaves_an_iterator_where_python_leaves_it(stop):
+    g, want = iter(range(10)), iter(range(10))
+    autograph.convert(takes_until)(jnp.float32(0.0), g, stop)
+    takes_until(0.0, want, stop)
+    assert next(g, "end") == next(want, "end")
+    for bound in (-1, 4, 100):
+        g, want = iter(range(10)), iter(range(10))
+        assert autograph.convert(returns_first_above)(g, bound) == returns_first_above(
+            want, bound)
+        assert next(g, "end") == next(want, "end")
+    # under `jax.jit` too: the generator is drawn while tracing, as Python draws it
+    g, want = (i for i in range(10)), (i for i in range(10))
+    jax.jit(lambda x: autograph.convert(takes_until)(x, g, stop))(jnp.float32(0.0))
+    takes_until(0.0, want, stop)
+    assert next(g, "end") == next(want, "end")
+
+
+def counts_until_it_raises(x, fail_at):
+    try:
+        for i in range(3):
+            x = x + 1.0
+            if i == fail_at:
+                raise ValueError(i)
+    except ValueError:
+        x = x * 10.0
+    return x
+
+
+def halves_in_a_while_then_finally(x, n):
+    y = x
+    try:
+        i = 0
+        while i < n:
+            x = x * 0.5
+            if i == 2:
+                raise KeyError(i)
+            i += 1
+    except KeyError:
+        pass
+    finally:
+        y = x + 1.0
+    return x, y
+
+
+@pytest.mark.parametrize("fail_at", [0, 1, 5])
+def test_a_handler_sees_what_the_iterations_before_the_exception_assigned(fail_at):
+    want = counts_until_it_raises(0.0, fail_at)  # 10.0, 20.0 or 3.0
+    assert float(autograph.convert(counts_until_it_raises)(jnp.float32(0.0), fail_at)) == want
+    assert float(jax.jit(autograph.convert(counts_until_it_raises), static_argnums=1)(
+        jnp.float32(0.0), fail_at)) == want
+    for n in (2, 5):
+        want = halves_in_a_while_then_finally(8.0, n)
+        got = jax.jit(autograph.convert(halves_in_a_while_then_finally), static_argnums=1)(
+            jnp.float32(8.0), n)
+        assert [float(v) for v in got] == list(want)

@@ -155,15 +155,22 @@ def st_any_traced(tree) -> bool:
 
 
 def python_for(iterable, body, state, names, extra_test, dead: Sequence[str] = ()):
+    # the exit test runs before the next item is drawn, as Python's `break` leaves an
+    # iterator (a generator) at the item it broke on
+    c: Any = True
+    if extra_test is not None:
+        c = condition(extra_test(*state), "a `for` loop's exit test")
+        if not is_traced(c) and not c:
+            return state
     for item in iterable:
+        if is_traced(c):
+            with layers_made_before(Construct.FOR):
+                state = if_stmt(c, lambda *s, item=item: body(item, *s), None, state,
+                                names=names, dead=dead)
+        else:
+            state = tuple(body(item, *state))
         if extra_test is not None:
             c = condition(extra_test(*state), "a `for` loop's exit test")
-            if is_traced(c):
-                with layers_made_before(Construct.FOR):
-                    state = if_stmt(c, lambda *s, item=item: body(item, *s), None, state,
-                                    names=names, dead=dead)
-                continue
-            if not c:
+            if not is_traced(c) and not c:
                 break
-        state = tuple(body(item, *state))
     return state
