@@ -791,3 +791,122 @@ def test_a_long_loop_with_a_traced_exit_says_it_computes_floats_of_the_index_in_
                                          r"loop, which may stop early, is staged though"):
         got = jax.jit(autograph.convert(first_past_a_float_of_the_index))(jnp.float32(5.05))
     assert int(got) == first_past_a_float_of_the_index(5.05)
+
+
+# -- round 6: values the index chooses through control flow, Python errors, NumPy's `+=`
+
+def count_of_an_inner_loop_formatted(x):
+    for i in range(TRIPS):
+        n = 0
+        for j in range(i % 4):  # staged: a loop of traced length, `n` traced
+            n += 1
+        x = x + len(str(n))
+    return x
+
+
+def float_summed_by_an_inner_loop(x):
+    for i in range(TRIPS):
+        s = 0.0
+        for j in range(i):  # Python sums in float64
+            s = s + 0.1
+        x = x + s
+    return x
+
+
+def power_counted_by_an_inner_while(x):
+    for i in range(TRIPS + 20):
+        p, j = 1, 0
+        while j < i:  # past int32 for i > 19: exact in Python
+            p = p * 3
+            j += 1
+        x = x + p % 1000
+    return x
+
+
+def _pick(k):
+    if k > 5:
+        return 1
+    return 2
+
+
+def _summed(k):
+    s = 0.0
+    for j in range(k):
+        s = s + 0.1
+    return s
+
+
+def helper_returning_by_a_test_of_the_index(x):
+    for i in range(TRIPS):
+        x = x + len(str(_pick(i)))
+    return x
+
+
+def helper_summing_a_float_in_a_loop_of_the_index(x):
+    for i in range(TRIPS):
+        x = x + _summed(i)
+    return x
+
+
+def shift_by_a_count_that_turns_negative(x):
+    try:
+        for i in range(TRIPS + 10):
+            x = x + (1024 >> (20 - i))  # i = 21: ValueError, negative shift count
+    except ValueError:
+        x = x - 1000
+    return x
+
+
+def divmod_by_a_value_that_reaches_zero(x):
+    try:
+        for i in range(TRIPS + 20):
+            x = x + divmod(100, i - 30)[0]  # i = 30: ZeroDivisionError
+    except ZeroDivisionError:
+        x = x - 1000
+    return x
+
+
+@pytest.mark.parametrize("fn", [count_of_an_inner_loop_formatted, float_summed_by_an_inner_loop,
+                                power_counted_by_an_inner_while,
+                                helper_returning_by_a_test_of_the_index,
+                                helper_summing_a_float_in_a_loop_of_the_index,
+                                shift_by_a_count_that_turns_negative,
+                                divmod_by_a_value_that_reaches_zero])
+def test_values_the_index_chooses_through_control_flow_keep_their_python_meaning(fn):
+    x = jnp.float32(1.3)
+    want = jax.jit(fn)(x)
+    assert float(jax.jit(autograph.convert(fn))(x)) == float(want)
+
+
+NUMBERS = np.zeros(3)
+
+
+def adds_the_index_into_a_numpy_array_in_place(x):
+    for i in range(TRIPS):
+        a = NUMBERS
+        a += i  # NumPy adds a Python int in place; a traced one makes a new array
+        x = x + 1.0
+    return x
+
+
+def test_an_in_place_add_of_the_index_into_a_numpy_array_runs_every_iteration():
+    def run(f):
+        NUMBERS[:] = 0
+        return float(f(jnp.float32(0.0))), NUMBERS.tolist()
+    assert run(jax.jit(autograph.convert(adds_the_index_into_a_numpy_array_in_place))) == run(
+        jax.jit(adds_the_index_into_a_numpy_array_in_place))
+
+
+def inner_loop_of_the_index_over_arrays(x, w):
+    for i in range(TRIPS):
+        for j in range(i % 3):
+            x = x * w[j]  # what it carries is traced either way
+    return x
+
+
+def test_an_inner_loop_of_the_index_carrying_arrays_still_stages():
+    args = (jnp.float32(1.0), jnp.array([1.0, 0.5, 2.0]))
+    jaxpr = jax.make_jaxpr(autograph.convert(inner_loop_of_the_index_over_arrays))(*args)
+    assert len(jaxpr.eqns) < 10  # one scan, not TRIPS unrolled steps
+    np.testing.assert_allclose(jax.jit(autograph.convert(inner_loop_of_the_index_over_arrays))(
+        *args), jax.jit(inner_loop_of_the_index_over_arrays)(*args), rtol=1e-6)

@@ -65,6 +65,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -593,6 +594,39 @@ class _Budget:
         # values known while tracing: the staged loop must hand them back as they are
 
 
+def _walk_body(stmts):
+    """The nodes of ``stmts``, not those of functions or classes defined there."""
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+            stack.extend(gast.iter_child_nodes(node))
+
+
+def _literal_names(call: gast.Call) -> tuple[str, ...]:
+    """The ``names=('a', 'b')`` a control-flow call of converted code is given."""
+    for k in call.keywords:
+        if k.arg == "names" and isinstance(k.value, gast.Tuple):
+            return tuple(e.value for e in k.value.elts
+                         if isinstance(e, gast.Constant) and isinstance(e.value, str))
+    return ()
+
+
+class _Choosing:
+    """Inside branches (or loop bodies) a value traced once staged chooses: what
+    ``body`` assigns and returns there gains ``LOOP``."""
+
+    def __init__(self, body: "_Body"):
+        self.body = body
+
+    def __enter__(self):
+        self.body.chosen += 1
+
+    def __exit__(self, *exc):
+        self.body.chosen -= 1
+
+
 class _Body:
     """The abstract run of one function body (a loop body, or a user function)."""
 
@@ -701,14 +735,28 @@ class _Body:
         load = _as_load(target)
         left, right = self.expr(load), self.expr(s.value)
         self.operands(s, left, right)  # `x += obj` runs `obj.__radd__`
+        if right.kind & STAGED and _is_numpy_array(left.obj):
+            # unrolled, NumPy adds a Python number into the array in place; staged, the
+            # traced operand's own `__radd__` makes a new array, leaving it unchanged
+            raise _Blocked(f"it updates the NumPy array `{_text(load)}` in place with a "
+                           f"value computed from the loop index", s)
         if isinstance(s.op, gast.Mod) and right.kind & STAGED and _may_be_text(left, load):
             raise _Blocked("it formats a value computed from the loop index with `%=`", s)
         self.store(target, _data(left, right,
                                  container=left.container and isinstance(s.op, gast.Add)))
 
     def s_Return(self, s):
-        self.returns.append(self.expr(s.value) if s.value is not None
-                            else Val(Kind.PYTHON, container=False))
+        val = self.expr(s.value) if s.value is not None else Val(Kind.PYTHON, container=False)
+        if self.chosen and val.kind != Kind.TRACED:
+            # a return under a test of the index: staged, the converted function merges
+            # what its paths return into a traced value
+            val = dataclasses.replace(val, kind=val.kind | Kind.LOOP)
+        self.returns.append(val)
+
+    def _chosen_by(self, val: Val):
+        """A context in which what is assigned (and returned) is chosen by ``val``: a
+        test or trip count that is traced once staged (``STAGED``) makes it so."""
+        return _Choosing(self) if val.kind & STAGED else contextlib.nullcontext()
 
     def truth(self, val: Val, node) -> Val:
         """``val`` tested for truth (``if``, ``while``, ``not``, ``and``/``or``)."""
@@ -717,23 +765,51 @@ class _Body:
                            f"`__bool__` is not known to be free of effects", node)
         return val
 
+    # In a function the body calls (read as the user wrote it; converted when it runs),
+    # an `if`, `while` or `for` whose test or trip count comes from the index is a
+    # Python one unrolled and a staged one staged: what it assigns or returns is then
+    # known while tracing unrolled, and traced staged (`LOOP`).
     def s_If(self, s):
-        self.truth(self.expr(s.test), s.test)
-        self.block(s.body)
-        self.block(s.orelse)
+        test = self.truth(self.expr(s.test), s.test)
+        with self._chosen_by(test):
+            self.block(s.body)
+            self.block(s.orelse)
 
     def s_While(self, s):
-        self.truth(self.expr(s.test), s.test)
-        self.block(s.body)
-        self.block(s.body)
-        self.block(s.orelse)
+        bound = set(self.env)
+        test = self.truth(self.expr(s.test), s.test)
+        with self._chosen_by(test):
+            self.block(s.body)
+            test = test.join(self.truth(self.expr(s.test), s.test))
+        with self._chosen_by(test):
+            self.block(s.body)
+            self.block(s.orelse)
+        self._counts_python(s, test, bound)
 
     def s_For(self, s):
-        item = self.element(self.expr(s.iter))
+        bound = set(self.env)
+        iterable = self.expr(s.iter)
+        item = self.element(iterable)
         self.store(s.target, item)
-        self.block(s.body)
-        self.block(s.body)
-        self.block(s.orelse)
+        with self._chosen_by(iterable):
+            self.block(s.body)
+            self.block(s.body)
+            self.block(s.orelse)
+        self._counts_python(s, iterable, bound)
+
+    def _counts_python(self, loop, trips: Val, bound: set) -> None:
+        """Refuses a loop whose trip count comes from the index (``trips``: its test or
+        iterable) that carries a Python number (``bound``: the names bound before it):
+        exact (or float64) unrolled, int32 (float32) in the loop it becomes staged."""
+        if not trips.kind & STAGED:
+            return
+        for node in _walk_body(loop.body):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) and (
+                    node.id in bound):
+                val = self.env.get(node.id)
+                if val is not None and val.kind & Kind.PYTHON and not val.container:
+                    raise _Blocked(f"a loop whose trip count may come from the loop index "
+                                   f"carries `{node.id}`, a Python value", loop)
 
     def s_Raise(self, s):
         if s.exc is not None:
@@ -1161,14 +1237,20 @@ class _Body:
             if ag == "if_stmt" and args and vals and vals[0].kind != Kind.TRACED:
                 # branches a Python condition chooses: read again, marking what they
                 # assign (see `bind`)
-                self.chosen += 1
-                try:
-                    for a in args[1:3]:
-                        fn = self.local_fns.get(a.id) if isinstance(a, gast.Name) else None
-                        if isinstance(fn, gast.FunctionDef):
-                            self.block(fn.body)
-                finally:
-                    self.chosen -= 1
+                self._read_chosen(args[1:3])
+            if ag == "while_stmt" or (ag == "for_stmt" and vals and vals[0].kind & STAGED):
+                # an inner loop whose trip count may come from the index (a `while` test
+                # is its own function: any): Python unrolled, staged when staged, so
+                # what its body assigns is chosen by the index
+                self._read_chosen(args[:2])
+                for name in _literal_names(e):
+                    val = self.env.get(name)
+                    if val is not None and val.kind & Kind.PYTHON and not val.container:
+                        # a Python number it counts (`n += 1`, `s += 0.1`, `p *= 3`):
+                        # exact (or float64) unrolled, int32 (float32) in the staged loop
+                        # it becomes, which nothing follows step by step
+                        raise _Blocked(f"an inner loop whose trip count may come from the "
+                                       f"loop index carries `{name}`, a Python value", e)
             return Val(_join(self.env.values()).kind if self.env else Kind.PYTHON)
         if ag == "print_":
             # `print` in converted code prints once per iteration, staged or not (when
@@ -1225,6 +1307,15 @@ class _Body:
                            obj=range(0) if all(v.kind == Kind.PYTHON for v in vals) else _UNSET)
             return _join(vals) if vals else Val(Kind.PYTHON, container=False)
         raise _Blocked(f"it calls `ag__.{ag}`, which the proof does not know", e)
+
+    def _read_chosen(self, fns) -> None:
+        """Reads the generated functions named by ``fns`` again, marking what they assign
+        as chosen (see ``bind``)."""
+        with _Choosing(self):
+            for a in fns:
+                fn = self.local_fns.get(a.id) if isinstance(a, gast.Name) else None
+                if isinstance(fn, gast.FunctionDef):
+                    self.block(fn.body)
 
     def lambda_or_expr(self, a) -> Val:
         if isinstance(a, gast.Lambda):

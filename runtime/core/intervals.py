@@ -465,12 +465,19 @@ def _run(jaxpr, consts: list[Interval], ins: list[Interval],
 
 # JAX's functions for Python's `//`, `%` and `/`: their second input is the divisor
 _DIVISIONS = {"floor_divide": "//", "remainder": "%", "true_divide": "/", "divide": "/",
-              "fmod": "%"}
+              "fmod": "%", "divmod": "divmod"}
+_SHIFTS = {"shift_left": "<<", "shift_right_arithmetic": ">>", "shift_right_logical": ">>"}
 
 
 def _python_meaning(eqn, name: str, args: list[Interval], hits: list[str]) -> None:
     """Notes a division of known numbers by a known interval that holds zero: Python
-    raises ``ZeroDivisionError`` there, the staged loop computes a number."""
+    raises ``ZeroDivisionError`` there, the staged loop computes a number. So does a
+    shift of known integers by a count that may be negative (``ValueError``)."""
+    if name in _SHIFTS and len(args) == 2 and args[0] is not None and args[1] is not None:
+        if args[1][0] < 0:
+            hits.append(f"shifts by a negative count (`{_SHIFTS[name]}` by a value below 0 "
+                        f"at some step), where Python raises ValueError")
+        return
     op = None
     if name in ("pjit", "jit"):
         op = _DIVISIONS.get(str(eqn.params.get("name")))

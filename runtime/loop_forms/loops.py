@@ -646,8 +646,11 @@ def for_stmt(iterable: Iterable[Any], body: Callable[..., Sequence[Any]],
                 outside.restore()  # what the staging attempt changed, run again by Python
                 if isinstance(e, PythonMeaningError):
                     note_python_loop(observed(e), seq.n - k)
-                    return python_for(items_from(seq, k), body, state, names, extra_test,
-                                       dead=dead)
+                    try:
+                        return python_for(items_from(seq, k), body, state, names,
+                                          extra_test, dead=dead)
+                    except Exception as unrolled:  # noqa: BLE001 - the program's own
+                        raise unrolled from None
                 # the warning only once the unrolled loop traced: an error of the
                 # program itself (a sharding `jax.jit` rejects too) recurs there, and
                 # is raised as `jax.jit` raises it, with no word about unrolling
