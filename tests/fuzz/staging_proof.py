@@ -67,13 +67,13 @@ from __future__ import annotations
 PROOF_FEATURES = frozenset({
     "log_helper", "stringio_helper", "global_counter", "singledispatch", "closure_list",
     "dict_key", "tuple_format", "no_convert", "isinstance_helper", "try_int", "pure_helper",
-    "implicit"})
+    "implicit", "chosen"})
 
 # how often a loop body draws each kind
 _WEIGHTS = {"log_helper": 1.2, "stringio_helper": 1, "global_counter": 1,
             "singledispatch": 1, "closure_list": 1, "dict_key": 1.5, "tuple_format": 1,
             "no_convert": 1, "isinstance_helper": 0.8, "try_int": 0.8, "pure_helper": 2,
-            "implicit": 1}
+            "implicit": 1, "chosen": 1}
 
 # the grammar's constructs that plain Python (and so plain `jax.jit`) can trace
 STRAIGHT = frozenset({"ifexp", "value_boolop", "bool_assign", "python_bool", "helpers",
@@ -171,6 +171,21 @@ FMT = "w%s"
 
 # what a helper does with `WATCH` (code Python runs without a call in the source), or
 # a float of the index compared (float64 in Python, float32 staged)
+# a helper whose Python values the index chooses through control flow: an inner loop of
+# the index's length carrying a Python number, a branch on the index returning one
+_CHOSEN_BODIES = (
+    ["    n = 0", "    for j in range(t % 4):", "        n += 1",
+     "    return y + len(str(n)) * 0.25"],
+    ["    s = 0.0", "    for j in range(t % 5):", "        s = s + 0.1", "    return y + s"],
+    ["    p, j = 1, 0", "    while j < t % 23:", "        p = p * 3", "        j += 1",
+     "    return y + (p % 7) * 0.125"],
+    ["    if t % 3 > 1:", "        return y + len(str(t % 2)) * 0.5", "    return y - 0.25"],
+    ["    k = 2", "    if t > 5:", "        k = 1", "    return y * 0.5 + isinstance(k, int)"],
+    ["    try:", "        for j in range(3):", "            y = y + 0.5",
+     "            if j == t % 4:", "                raise ValueError(j)",
+     "    except ValueError:", "        y = y * 0.75", "    return y"],
+)
+
 _IMPLICIT_BODIES = (
     ["    if WATCH:", "        y = y + 0.25", "    return y"],
     ["    return y * 0.5 if not WATCH else y + 0.5"],
@@ -503,6 +518,12 @@ class StagingProof:
         if "peek" not in self.helpers:
             self._helper("peek", ["def peek(y, t):"] + ch.pick(list(_IMPLICIT_BODIES)))
         return self._call("peek", target, self._index(i))
+
+    def _chosen(self, env, i, target) -> list[str]:
+        ch = self.ch
+        if "chosen" not in self.helpers:
+            self._helper("chosen", ["def chosen(y, t):"] + ch.pick(list(_CHOSEN_BODIES)))
+        return self._call("chosen", target, self._index(i))
 
     # -- helpers free of effects ------------------------------------------------------------
 
