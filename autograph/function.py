@@ -56,8 +56,10 @@ from autograph.runtime.carried import objects as _objects
 from autograph.runtime.core import host_callbacks as _host_callbacks
 from autograph.runtime.core import run_time_errors as _run_time_errors
 from autograph.runtime.functions import libraries as _libraries
+from autograph.runtime.functions.calls import SKIP_PACKAGES as _SKIP_PACKAGES
 from autograph.runtime.functions import transforms as _transforms
 from autograph.static_keys import ByValue as _ByValue
+from autograph.static_keys import object_state as _object_state
 from autograph.static_keys import keyed as _keyed
 from autograph.static_keys import unkeyed as _unkeyed
 from autograph.static_leaves import held, holds_module, release, static_outputs
@@ -779,6 +781,30 @@ class _BoundFunction:
     def python_function(self):
         return self._function.python_function.__get__(self._obj)
 
+    def __getattr__(self, name):  # the rest of `Function`'s interface
+        return getattr(self._function, name)
+
+
+def _keyed_owner(f):
+    """The object ``f`` is bound to (a method's ``self``, or ``f`` itself where it is an
+    object whose class defines ``__call__``), where traces are keyed by its attributes
+    (``static_keys``): an instance of a class of the program's own; else None."""
+    if isinstance(f, types.MethodType):
+        owner = f.__self__
+        if not isinstance(f.__func__, types.FunctionType):
+            return None
+    elif isinstance(f, (types.FunctionType, types.BuiltinFunctionType, functools.partial,
+                        type, Function, _BoundFunction)):
+        return None
+    else:
+        owner = f
+        if not isinstance(getattr(type(f), "__call__", None), types.FunctionType):
+            return None
+    module = str(getattr(type(owner), "__module__", "") or "")
+    if isinstance(owner, type) or module.split(".")[0] in _SKIP_PACKAGES:
+        return None  # a class (a classmethod's), or a library's object (a linen module)
+    return owner if _object_state(owner, set()) is not None else None
+
 
 def _keyed_objects(args, kwargs, params: tuple) -> list[tuple[str, Any]]:
     """The plain objects among the arguments, which the cache keys by their attributes
@@ -912,6 +938,13 @@ def function(fn: Callable | None = None, *, input_signature=None, autograph: boo
                 ("reduce_retracing", reduce_retracing, False), ("strict", strict, None))
                 if v is not default}
             return Function(f.python_function, **{**f._options, **given, **jit_kwargs})
+        owner = _keyed_owner(f)
+        if owner is not None:
+            # a bound method or a callable object of a plain class (`m.call =
+            # autograph.function(m.call)`): its function bound to the object, whose
+            # attributes key the traces as they do for a method decorated in its class
+            method = f.__func__ if isinstance(f, types.MethodType) else type(f).__call__
+            return _BoundFunction(wrap(method), owner)
         options = _transforms.jit_options(f) if _transforms.is_jit(f) else None
         if options is not None:  # a `jax.jit` function: its options, then the given ones
             f, jit_kwargs_ = f.__wrapped__, {**options, **jit_kwargs}

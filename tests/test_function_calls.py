@@ -375,3 +375,36 @@ def test_eager_mode_still_traces_a_call_on_tracers():
         assert jax.jit(lambda v: sign_flip(v) + 1)(jnp.ones(2)).tolist() == [2.0, 2.0]
         assert jax.vmap(sign_flip)(-jnp.ones((3, 2))).tolist() == [[1.0, 1.0]] * 3
         assert sign_flip(jnp.ones(2)).tolist() == [1.0, 1.0]
+
+
+class _Gain:
+    def __init__(self, k):
+        self.k = k
+
+    def call(self, x):
+        if x.sum() > 0:
+            return x * self.k
+        return x
+
+    def __call__(self, x):
+        return self.call(x) + 1.0
+
+
+def test_a_bound_method_or_callable_object_traces_again_when_an_attribute_changes():
+    # `m.call = autograph.function(m.call)` (the TensorFlow guide's form) and
+    # `autograph.function(obj)` key their traces by the object's attributes, as a
+    # method decorated in its class does: Python sees the change, and so do they
+    m = _Gain(2.0)
+    m.call = autograph.function(m.call)
+    c = _Gain(2.0)
+    fc = autograph.function(c)
+    x = jnp.ones(2)
+    np.testing.assert_allclose(m.call(x), [2.0, 2.0])
+    np.testing.assert_allclose(fc(x), [3.0, 3.0])
+    m.k = c.k = 5.0
+    np.testing.assert_allclose(m.call(x), [5.0, 5.0])
+    np.testing.assert_allclose(fc(x), [6.0, 6.0])
+    np.testing.assert_allclose(m.call(-x), -x)
+    assert m.call.experimental_get_tracing_count() == 2  # k = 2, k = 5 (the `if` is staged)
+    np.testing.assert_allclose(m.call(x), [5.0, 5.0])
+    assert m.call.experimental_get_tracing_count() == 2  # unchanged: no new trace
