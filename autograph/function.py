@@ -56,11 +56,11 @@ from autograph.runtime.carried import objects as _objects
 from autograph.runtime.core import host_callbacks as _host_callbacks
 from autograph.runtime.core import run_time_errors as _run_time_errors
 from autograph.runtime.functions import libraries as _libraries
-from autograph.runtime.functions.calls import SKIP_PACKAGES as _SKIP_PACKAGES
 from autograph.runtime.functions import transforms as _transforms
+from autograph.runtime.functions.calls import SKIP_PACKAGES as _SKIP_PACKAGES
 from autograph.static_keys import ByValue as _ByValue
-from autograph.static_keys import object_state as _object_state
 from autograph.static_keys import keyed as _keyed
+from autograph.static_keys import object_state as _object_state
 from autograph.static_keys import unkeyed as _unkeyed
 from autograph.static_leaves import held, holds_module, release, static_outputs
 
