@@ -938,6 +938,10 @@ def function(fn: Callable | None = None, *, input_signature=None, autograph: boo
                 ("reduce_retracing", reduce_retracing, False), ("strict", strict, None))
                 if v is not default}
             return Function(f.python_function, **{**f._options, **given, **jit_kwargs})
+        if isinstance(f, (staticmethod, classmethod)):
+            # above `@staticmethod` / `@classmethod`: the function converted, bound as
+            # the decorator under it binds it
+            return type(f)(wrap(f.__func__))
         owner = _keyed_owner(f)
         if owner is not None:
             # a bound method or a callable object of a plain class (`m.call =

@@ -408,3 +408,31 @@ def test_a_bound_method_or_callable_object_traces_again_when_an_attribute_change
     assert m.call.experimental_get_tracing_count() == 2  # k = 2, k = 5 (the `if` is staged)
     np.testing.assert_allclose(m.call(x), [5.0, 5.0])
     assert m.call.experimental_get_tracing_count() == 2  # unchanged: no new trace
+
+
+class _Ops:
+    @autograph.function
+    @staticmethod
+    def clipped(x):
+        if x.sum() > 1:
+            return x / x.sum()
+        return x
+
+    @autograph.function
+    @classmethod
+    def scaled(cls, x):
+        if x.sum() > 0:
+            return x * cls.FACTOR
+        return x
+
+    FACTOR = 3.0
+
+
+def test_function_above_staticmethod_and_classmethod_binds_as_they_do():
+    x = jnp.array([1.0, 3.0])
+    for call in (_Ops.clipped, _Ops().clipped):
+        np.testing.assert_allclose(call(x), [0.25, 0.75])
+        np.testing.assert_allclose(call(x / 10), [0.1, 0.3])
+    for call in (_Ops.scaled, _Ops().scaled):
+        np.testing.assert_allclose(call(x), [3.0, 9.0])
+        np.testing.assert_allclose(call(-x), -x)
