@@ -64,13 +64,22 @@ def export(f: Callable, *specs) -> jax.export.Exported:
     Args:
       f: a function, a converted function or an ``autograph.function``.
       *specs: one :class:`TensorSpec` (``None`` for a symbolic dimension),
-        ``jax.ShapeDtypeStruct`` or example array per argument.
+        ``jax.ShapeDtypeStruct`` or example array per argument; none for an
+        ``autograph.function`` with an ``input_signature``, which is used.
 
     Returns:
       A ``jax.export.Exported``.
     """
-    specs = _specs(specs)
+    specs = _specs(_given_or_declared(f, specs))
     return jax.export.export(_jitted(f))(*specs)
+
+
+def _given_or_declared(f: Callable, specs: Sequence[Any]) -> Sequence[Any]:
+    """``specs``, or where none are given, the ``input_signature`` of an
+    ``autograph.function`` (as TensorFlow saves a ``tf.function`` with its own)."""
+    if not specs and is_function(f) and f.input_signature is not None:
+        return tuple(f.input_signature)
+    return specs
 
 
 def _source_hash(f: Callable) -> str | None:
@@ -95,7 +104,7 @@ def save(path: str | os.PathLike, f: Callable, *specs) -> None:
       >>> autograph.load(path)(jnp.ones(3))
       Array([2., 2., 2.], dtype=float32)
     """
-    specs = _specs(specs)
+    specs = _specs(_given_or_declared(f, specs))
     exported = export(f, *specs)
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
@@ -107,9 +116,15 @@ def save(path: str | os.PathLike, f: Callable, *specs) -> None:
         "jax_version": jax.__version__,
         "autograph_version": _version(),
     }
+    try:  # with its derivative, so that `jax.grad` goes through the loaded function
+        module = bytes(exported.serialize(vjp_order=1))
+        manifest["vjp_order"] = 1
+    except Exception:  # noqa: BLE001 - a function JAX cannot differentiate: without
+        module = bytes(exported.serialize())
+        manifest["vjp_order"] = 0
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr(_MANIFEST, json.dumps(manifest, indent=2))
-        z.writestr(_MODULE, bytes(exported.serialize()))
+        z.writestr(_MODULE, module)
 
 
 def _version() -> str:

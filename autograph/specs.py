@@ -82,7 +82,8 @@ class TensorSpec(jax.ShapeDtypeStruct):
     def mismatch(self, value) -> str | None:
         """Why ``value`` does not fit the spec, or ``None`` if it does."""
         shape = tuple(getattr(value, "declared_shape", None) or np.shape(value))
-        dtype = np.dtype(getattr(value, "dtype", np.asarray(value).dtype))
+        dtype = getattr(value, "dtype", None)  # (a traced value has one; never made an array)
+        dtype = np.dtype(dtype if dtype is not None else np.asarray(value).dtype)
         if dtype != self.dtype:
             return f"dtype {dtype.name} instead of {self.dtype.name}"
         if len(shape) != len(self.declared_shape) or any(

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import zipfile
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -169,3 +170,26 @@ def test_wrong_arguments_to_a_loaded_function(tmp_path):
         loaded(np.ones(4, np.float32))
     with pytest.raises(TypeError, match="takes 1 arguments"):
         loaded(np.ones(3, np.float32), np.ones(3, np.float32))
+
+
+def test_a_loaded_function_runs_under_jit_and_grad(tmp_path):
+    path = str(tmp_path / "normalize.agx")
+    autograph.save(path, normalize, SPECS[0])
+    loaded = autograph.load(path)
+    for v in (np.array([3.0, 4.0], np.float32), np.array([0.3, 0.4], np.float32)):
+        np.testing.assert_allclose(jax.jit(lambda v: loaded(v) * 2.0)(v), normalize(v) * 2.0,
+                                   rtol=1e-6)
+        want = jax.grad(lambda v: jnp.sum(normalize(v) ** 2))(v)  # eager, the Python `if`
+        np.testing.assert_allclose(jax.grad(lambda v: jnp.sum(loaded(v) ** 2))(v), want,
+                                   rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="does not match the saved signature"):
+        jax.jit(loaded)(np.ones(2, np.int32))  # still checked, traced
+
+
+def test_save_of_a_function_with_an_input_signature_uses_it(tmp_path):
+    f = autograph.function(normalize, input_signature=[SPECS[0]])
+    path = str(tmp_path / "f.agx")
+    autograph.save(path, f)
+    loaded = autograph.load(path)
+    assert loaded.input_signature == (SPECS[0],)
+    np.testing.assert_allclose(loaded(np.array([3.0, 4.0], np.float32)), [0.6, 0.8], rtol=1e-6)
