@@ -11,6 +11,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import autograph
@@ -535,3 +536,21 @@ def test_a_static_loop_given_up_after_staging_prints_once(capsys, fn):
     jax.effects_barrier()
     assert capsys.readouterr().out == expected
     assert float(got) == float(want)
+
+
+def test_a_print_of_a_value_of_symbolic_size_prints_while_tracing_with_a_warning(capfd):
+    @autograph.function(input_signature=[autograph.TensorSpec([None], jnp.float32)])
+    def f(x):
+        print("x is", x)
+        return x * 2
+
+    with pytest.warns(UserWarning, match="this `print` runs while tracing"):
+        concrete = f.get_concrete_function()  # one trace, the size a symbol
+    jax.effects_barrier()
+    assert "x is" in capfd.readouterr().out  # while tracing, as plain `jax.export` prints
+    np.testing.assert_allclose(concrete(jnp.ones(5)), 2 * np.ones(5))
+    jax.effects_barrier()
+    assert capfd.readouterr().out == ""
+    np.testing.assert_allclose(f(jnp.ones(3)), 2 * np.ones(3))  # a size: printed as it runs
+    jax.effects_barrier()
+    assert capfd.readouterr().out == "x is [1. 1. 1.]\n"

@@ -75,7 +75,28 @@ def _print_at_run_time(values, **print_kwargs):
         builtins.print(*shown, **print_kwargs)
 
     traced = [t for group, _ in parts for t in group]
+    symbolic = _symbolic_shape(traced)
+    if symbolic is not None:
+        # no host callback takes a value of a size known only when the program runs:
+        # printed while tracing, as plain `jax.jit` and `jax.export` print
+        loc = errors.current_location()
+        errors.warn(f"{loc.short + ': ' if loc is not None else ''}this `print` runs while "
+                    f"tracing, not when the program runs: it is given a value of shape "
+                    f"{symbolic}, whose symbolic dimension (a `None` of an `input_signature` "
+                    f"or a spec) no host callback takes")
+        builtins.print(*values, **print_kwargs)
+        return
     host_callbacks.show(show, *([taken] if guarded else []), *traced)
+
+
+def _symbolic_shape(traced) -> str | None:
+    """The shape of the first of ``traced`` with a dimension ``jax.export`` leaves
+    symbolic, as text, or None."""
+    for t in traced:
+        shape = tuple(getattr(t, "shape", ()))
+        if any(not isinstance(d, int) for d in shape):
+            return str(shape)
+    return None
 
 
 def autograph_print(*values, sep=" ", end="\n", file=None, flush=False):
