@@ -34,6 +34,7 @@ import collections
 import functools
 import inspect
 import sys
+import threading
 import types
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, TypeVar, overload
@@ -280,18 +281,24 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
         code = getattr(plain, "__code__", None)
         names: tuple = code.co_varnames[:code.co_argcount] if code is not None else ()
 
+        tracing = self._tracing = threading.local()
+
         def traced(*args, **kwargs):
             watched = _keyed_objects(args, kwargs, names)
             args = tuple(map(_unkeyed, args))
             kwargs = {k: _unkeyed(v) for k, v in kwargs.items()}
             record(args, kwargs)
             before = [(name, obj, dict(vars(obj))) for name, obj in watched]
+            depth = getattr(tracing, "depth", 0)
+            tracing.depth = depth + 1
             try:
                 with _host_callbacks.ordering(ordered, checks):
                     out = static_outputs(target(*args, **kwargs))
             except BaseException:
                 _refuse_traced_attributes(before, refuse=False)
                 raise
+            finally:
+                tracing.depth = depth
             _refuse_traced_attributes(before)
             return out
 
@@ -536,6 +543,11 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
             leaves[i] = value
         args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
         return held(self._traced(*args, **kwargs))  # `release`d after the call
+
+    def tracing_here(self) -> bool:
+        """Whether this thread is tracing this function now (a call of it is then a
+        recursion, which converted code runs inline: see ``calls.converted_call``)."""
+        return getattr(self._tracing, "depth", 0) > 0
 
     def __get__(self, obj, objtype=None):
         if obj is None:

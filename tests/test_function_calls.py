@@ -436,3 +436,18 @@ def test_function_above_staticmethod_and_classmethod_binds_as_they_do():
     for call in (_Ops.scaled, _Ops().scaled):
         np.testing.assert_allclose(call(x), [3.0, 9.0])
         np.testing.assert_allclose(call(-x), -x)
+
+
+@autograph.function
+def _factorial(n):
+    if n <= 1:
+        return 1
+    return n * _factorial(n - 1)
+
+
+def test_a_function_calling_itself_with_a_traced_stopping_condition_says_so():
+    assert _factorial(5) == 120  # Python values: Python's recursion, in one trace
+    assert _factorial.experimental_get_tracing_count() == 1
+    with pytest.raises(autograph.ConversionError, match="a recursive call whose stopping "
+                                                        "condition depends on arrays"):
+        _factorial(jnp.array(5))  # was JAX's "RecursionError: Recursively calling <weakref"

@@ -53,6 +53,7 @@ from typing import Any, Callable
 import jax
 
 from autograph import errors, jax_internals
+from autograph.callables import is_function
 
 from ..core.values import any_traced, is_staging
 from . import index_meaning, libraries, transforms
@@ -372,6 +373,12 @@ def converted_call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         ``RECURSION_LIMIT``.
     """
     target = resolve(f)
+    if is_function(target) and target.tracing_here():
+        # an `autograph.function` calling itself inside its own trace: its converted
+        # function, inline (one trace, not one per level; a `jax.jit` traced inside
+        # its own trace is JAX's RecursionError), so that a recursion with a traced
+        # stopping condition meets the limit below
+        target = resolve(target.python_function)
     if not is_staging():
         return target(*args, **kwargs)
     index_meaning.check_call(target, args, kwargs)
