@@ -618,28 +618,45 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
         """Checks a call against ``input_signature``; Python numbers become arrays."""
         specs = self.input_signature
         assert specs is not None  # called for functions with an input_signature only
+        # (name, index in `*args` or None, value), one per argument: `*args` spread out
+        values: list[tuple[str, int | None, Any]]
         if self._signature is not None:
             try:
                 bound = self._signature.bind(*args, **kwargs)
             except TypeError as e:
                 raise TypeError(f"`{self._name}`: {e}") from None
-            values = list(bound.arguments.items())[skip:]
+            values = []
+            for name, value in bound.arguments.items():
+                if self._signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+                    values.extend((name, i, v) for i, v in enumerate(value))
+                else:
+                    values.append((name, None, value))
+            values = values[skip:]
         else:
-            bound, values = None, [(f"#{i}", a) for i, a in enumerate(args)][skip:]
+            bound = None
+            values = []
+            values.extend((f"#{k}", None, a) for k, a in enumerate(args))
+            values = values[skip:]
         if len(values) != len(specs):
             raise TypeError(
                 f"`{self._name}` has an input_signature of {len(specs)} arguments but was "
                 f"called with {len(values)}: input_signature={list(specs)}")
         converted = {}
-        for (name, value), spec in zip(values, specs):
-            new = check_spec(self._name, f"`{name}`", spec, value)
+        for (name, i, value), spec in zip(values, specs):
+            label = f"`{name}`" if i is None else f"`{name}[{i}]`"
+            new = check_spec(self._name, label, spec, value)
             if new is not value:
-                converted[name] = new
+                converted[name, i] = new
         if not converted:
             return args, kwargs
-        if bound is None:
-            return tuple(converted.get(f"#{i}", a) for i, a in enumerate(args)), kwargs
-        bound.arguments.update(converted)
+        if bound is None or self._signature is None:
+            return tuple(converted.get((f"#{i}", None), a) for i, a in enumerate(args)), kwargs
+        for name, value in bound.arguments.items():
+            if self._signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+                bound.arguments[name] = tuple(converted.get((name, i), v)
+                                              for i, v in enumerate(value))
+            elif (name, None) in converted:
+                bound.arguments[name] = converted[name, None]
         return bound.args, bound.kwargs
 
     # -- tracing bookkeeping ---------------------------------------------------

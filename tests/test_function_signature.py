@@ -268,3 +268,16 @@ def test_a_malformed_tensor_spec_shape_is_a_clear_error(shape, error, words):
     with pytest.raises(error) as e:
         TensorSpec(shape, jnp.float32)
     assert words in str(e.value)
+
+
+def test_an_input_signature_covers_star_args_one_spec_each():
+    @autograph.function(input_signature=[autograph.TensorSpec([2], jnp.float32)] * 2)
+    def total(*xs):
+        return sum(xs)
+
+    np.testing.assert_allclose(total(jnp.ones(2), jnp.ones(2)), [2.0, 2.0])
+    np.testing.assert_allclose(total(np.ones(2, np.float32), 2 * jnp.ones(2)), [3.0, 3.0])
+    with pytest.raises(ValueError, match=r"`xs\[1\]`"):
+        total(jnp.ones(2), jnp.ones(3))
+    with pytest.raises(TypeError, match="input_signature of 2 arguments but was called with 3"):
+        total(jnp.ones(2), jnp.ones(2), jnp.ones(2))
