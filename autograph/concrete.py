@@ -110,14 +110,15 @@ class ConcreteFunction:
                    for i, (s, a) in enumerate(zip(specs, args))]
         checked_kw = {k: check_spec(self._name, f"`{k}`", kwspecs[k], v)
                       for k, v in kwargs.items()}
+        # the arrays alone: the Python values are part of the program, as it was traced
+        dynamic = [a for s, a in zip(specs, checked) if _is_spec_tree(s)]
+        dyn_kw = {k: v for k, v in checked_kw.items() if _is_spec_tree(kwspecs[k])}
         if self._compiled is not None:
-            dynamic = [a for s, a in zip(specs, checked) if _is_spec_tree(s)]
-            dyn_kw = {k: v for k, v in checked_kw.items() if _is_spec_tree(kwspecs[k])}
             return self._compiled(*dynamic, **dyn_kw)
         if self._exported is None:  # one symbolic trace serves every size
             self._exported = jax.export.export(self._jitted)(*self._jit_specs[0],
                                                              **self._jit_specs[1])
-        return self._exported.call(*checked, **checked_kw)
+        return self._exported.call(*dynamic, **dyn_kw)
 
     def _bind_python_values(self, args, kwargs):
         """The array arguments alone, filled in with the Python values of the trace."""

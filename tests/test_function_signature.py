@@ -281,3 +281,26 @@ def test_an_input_signature_covers_star_args_one_spec_each():
         total(jnp.ones(2), jnp.ones(3))
     with pytest.raises(TypeError, match="input_signature of 2 arguments but was called with 3"):
         total(jnp.ones(2), jnp.ones(2), jnp.ones(2))
+
+
+def test_a_symbolic_concrete_function_with_a_python_value_or_a_method_is_callable():
+    @autograph.function
+    def stepped(x, n):
+        for _ in range(n):
+            x = x + 1
+        return x
+
+    concrete = stepped.get_concrete_function(TensorSpec([None], jnp.float32), 3)
+    for size in (2, 5):
+        np.testing.assert_allclose(concrete(jnp.ones(size)), 4 * np.ones(size))
+        np.testing.assert_allclose(concrete(jnp.ones(size), 3), 4 * np.ones(size))
+
+    class Summed:
+        @autograph.function(input_signature=[TensorSpec([None], jnp.float32)])
+        def f(self, x):
+            if x.sum() > 2:
+                return x.sum()
+            return -x.sum()
+
+    bound = Summed().f.get_concrete_function()
+    assert float(bound(jnp.ones(4))) == 4.0 and float(bound(jnp.ones(1))) == -1.0
