@@ -82,7 +82,7 @@ class ConcreteFunction:
         self._arg_name = arg_name
         self.structured_input_signature = (args, kwargs)
         self._jitted = jitted
-        self._symbolic = any(isinstance(a, TensorSpec) and None in a.declared_shape
+        self._symbolic = any(isinstance(a, TensorSpec) and a.symbolic
                              for a in list(args) + list(kwargs.values()))
         self._jit_specs = jit_args  # static floats keyed faithfully
         self._traced = self._jitted.trace(*self._jit_specs[0], **self._jit_specs[1])

@@ -702,7 +702,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                     "trace of its own; keep the keys the same from call to call (fill the "
                     "entries a call lacks with zeros, and pass a mask)")
         if self.input_signature is not None:
-            if any(None in (getattr(spec, "declared_shape", None) or ()) for spec in
+            if any(getattr(spec, "symbolic", False) for spec in
                    jax.tree_util.tree_leaves(self.input_signature,
                                              is_leaf=lambda s: hasattr(s, "declared_shape"))):
                 return ("a `None` dimension of `input_signature` checks the arguments, but "

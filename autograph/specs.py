@@ -4,34 +4,47 @@ from __future__ import annotations
 
 import itertools
 import operator
+import re
 from typing import Sequence
 
 import jax
 import jax.export
 import numpy as np
 
-# Every `None` of every spec is its own symbolic dimension, all in one scope,
-# so that specs can be used together (a trace mixes dimensions of all args).
+# Every `None` of every spec is its own symbolic dimension, and every name one that
+# all specs naming it share, all in one scope, so that specs can be used together
+# (a trace mixes dimensions of all args).
 _SCOPE = jax.export.SymbolicScope()
 _NAMES = itertools.count()
 
 
+_AUTOMATIC = re.compile(r"d\d+$")  # the names `None`s get
+
+
 def _shape(shape) -> tuple:
-    """``shape`` as a tuple of sizes (ints of 0 or more) and ``None``s; a clear error
-    for anything else."""
+    """``shape`` as a tuple of sizes (ints of 0 or more), ``None``s and names; a clear
+    error for anything else."""
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
         raise TypeError(f"TensorSpec takes a shape as a sequence of sizes and `None`s, such as "
                         f"`[None, 3]`; got {shape!r}")
-    out: list[int | None] = []
+    out: list[int | str | None] = []
     for d in shape:
         if d is None:
             out.append(None)
+            continue
+        if isinstance(d, str):
+            if not d.isidentifier() or _AUTOMATIC.match(d):
+                raise ValueError(f"TensorSpec: the shape {shape!r} names a size {d!r}; a name "
+                                 f"is an identifier (`\"batch\"`), not of the form `d<n>`, "
+                                 f"which unnamed sizes take")
+            out.append(d)
             continue
         try:
             n = operator.index(d)
         except TypeError:
             raise TypeError(f"TensorSpec: a size of the shape {shape!r} is {d!r}; sizes are "
-                            f"ints of 0 or more, or `None` for any size") from None
+                            f"ints of 0 or more, `None` for any size, or a name for a size "
+                            f"other specs share") from None
         if n < 0:
             raise ValueError(f"TensorSpec: the shape {shape!r} has the size {n}; sizes are 0 "
                              f"or more, or `None` for any size")
@@ -61,19 +74,24 @@ class TensorSpec(jax.ShapeDtypeStruct):
       True
     """
 
-    def __init__(self, shape: Sequence[int | None], dtype, name: str | None = None):
+    def __init__(self, shape: Sequence[int | str | None], dtype, name: str | None = None):
         declared = _shape(shape)
-        unknown = [i for i, d in enumerate(declared) if d is None]
+        unknown = [d for d in declared if not isinstance(d, int)]
         actual: tuple  # symbolic sizes (jax.export dimension expressions) where unknown
         if unknown:
-            names = ",".join(f"d{next(_NAMES)}" for _ in unknown)
+            names = ",".join(d if isinstance(d, str) else f"d{next(_NAMES)}" for d in unknown)
             it = iter(jax.export.symbolic_shape(names, scope=_SCOPE))
-            actual = tuple(next(it) if d is None else d for d in declared)
+            actual = tuple(d if isinstance(d, int) else next(it) for d in declared)
         else:
             actual = declared
         super().__init__(actual, np.dtype(dtype))
         self.declared_shape = declared
         self.name = name
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether a size of the shape is any size (``None`` or a name)."""
+        return any(not isinstance(d, int) for d in self.declared_shape)
 
     def matches(self, value) -> bool:
         """Whether ``value`` (an array or another spec) fits this spec."""
@@ -87,7 +105,7 @@ class TensorSpec(jax.ShapeDtypeStruct):
         if dtype != self.dtype:
             return f"dtype {dtype.name} instead of {self.dtype.name}"
         if len(shape) != len(self.declared_shape) or any(
-                d is not None and d != s for d, s in zip(self.declared_shape, shape)):
+                isinstance(d, int) and d != s for d, s in zip(self.declared_shape, shape)):
             return f"shape {shape} instead of {self.declared_shape}"
         return None
 

@@ -193,3 +193,35 @@ def test_save_of_a_function_with_an_input_signature_uses_it(tmp_path):
     loaded = autograph.load(path)
     assert loaded.input_signature == (SPECS[0],)
     np.testing.assert_allclose(loaded(np.array([3.0, 4.0], np.float32)), [0.6, 0.8], rtol=1e-6)
+
+
+def centered_rows(x, y):
+    d = x.sum(1) - y
+    if d.sum() > 0:
+        return d
+    return -d
+
+
+def test_a_named_size_is_one_symbolic_dimension_every_spec_naming_it_shares(tmp_path):
+    specs = (autograph.TensorSpec(["batch", 4], jnp.float32),
+             autograph.TensorSpec(["batch"], jnp.float32))
+    # two `None`s are two sizes, which `x.sum(1) - y` cannot broadcast
+    with pytest.raises(Exception, match="broadcast"):
+        autograph.export(centered_rows, autograph.TensorSpec([None, 4], jnp.float32),
+                         autograph.TensorSpec([None], jnp.float32))
+    exported = autograph.export(centered_rows, *specs)
+    for n, y in ((2, 1.0), (5, 100.0)):  # both branches
+        x = np.arange(4 * n, dtype=np.float32).reshape(n, 4)
+        ys = np.full(n, y, np.float32)
+        np.testing.assert_allclose(exported.call(x, ys), centered_rows(x, ys))
+    with pytest.raises(ValueError):  # sizes that differ where the name says they agree
+        exported.call(np.ones((2, 4), np.float32), np.ones(3, np.float32))
+    f = autograph.function(centered_rows, input_signature=list(specs))
+    path = str(tmp_path / "rows.agx")
+    autograph.save(path, f)
+    loaded = autograph.load(path)
+    assert loaded.input_signature == specs
+    np.testing.assert_allclose(loaded(np.ones((3, 4), np.float32), np.zeros(3, np.float32)),
+                               4 * np.ones(3))
+    with pytest.raises(ValueError, match="names a size"):
+        autograph.TensorSpec(["d0"], jnp.float32)
