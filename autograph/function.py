@@ -144,6 +144,26 @@ def _change(name: str, old, new) -> str:
     return f"`{name}` ({old[0]} -> {new[0]})"
 
 
+def bound_arguments(signature, args, kwargs) -> dict:
+    """The arguments of a call by parameter name (``#i`` without a signature)."""
+    if signature is not None:
+        try:
+            return dict(signature.bind(*args, **kwargs).arguments)
+        except TypeError:
+            pass
+    return {**{f"#{i}": a for i, a in enumerate(args)}, **kwargs}
+
+
+def _attribute_tokens(value) -> dict | None:
+    """For a plain object (keyed by its attributes), each attribute's token: an array
+    by identity, anything else by its description; else None."""
+    attrs = getattr(value, "__dict__", None)
+    if not isinstance(attrs, dict) or _object_state(value, set()) is None:
+        return None
+    return {k: ("array", id(v)) if isinstance(v, jax.Array) else ("value", describe(v))
+            for k, v in list(attrs.items())[:64]}
+
+
 def _immutable(value) -> bool:
     """Whether ``value`` cannot change: a number, a string, None, a JAX array, a
     function, a class or module, or a tuple of such."""
@@ -266,6 +286,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
         self._counting = True
         self._trace_calls: collections.deque = collections.deque(maxlen=RETRACE_WINDOW)
         self._last_trace: dict | None = None
+        self._last_held: dict = {}  # argument -> its attributes' tokens, at the last trace
         self._warned = False
         # callbacks ordered unless the shardings span devices; `_unordered` is the
         # Function that traces them unordered, once one is needed
@@ -684,15 +705,32 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
         changed = [_change(k, old, new) for k, old, new in moved]
         keys_changed = any(_keys_changed(old, new) for _, old, new in moved)
         self._last_trace = described
+        # the attributes of plain objects, which key the cache (arrays by identity)
+        held = {k: _attribute_tokens(v) for k, v in bound_arguments(self._signature, args,
+                                                                     kwargs).items()}
+        new_arrays = [f"`{k}.{a}`" for k, tokens in held.items()
+                      for a, t in (tokens or {}).items()
+                      if self._last_held.get(k) and a in self._last_held[k]
+                      and self._last_held[k][a] != t and t[0] == "array"]
+        self._last_held = held
+        if not changed and new_arrays:
+            changed = [f"{new_arrays[0]} (a new array)"]
         self._trace_calls.append(self._calls)
         recent = [c for c in self._trace_calls if c > self._calls - RETRACE_WINDOW]
         if len(recent) > RETRACE_LIMIT and not self._warned:
             self._warned = True
             what = ", ".join(changed) or "the arguments"
+            advice = self._retrace_advice(keys_changed) if not (
+                new_arrays and changed == [f"{new_arrays[0]} (a new array)"]) else (
+                "an array an argument holds as an attribute keys the cache by its identity "
+                "(a plain object is read as a constant), so each new array is a trace of "
+                f"its own; pass the array itself as an argument (`{new_arrays[0][1:-1]}`), "
+                "or make the object a pytree (`jax.tree_util.register_dataclass`), whose "
+                "arrays key the cache by shape and dtype")
             warnings.warn(
                 f"`{self._name}` was traced {len(recent)} times in its last "
                 f"{RETRACE_WINDOW} calls; the last trace came from a change in {what}. "
-                f"Tracing and compiling are slow: {self._retrace_advice(keys_changed)}",
+                f"Tracing and compiling are slow: {advice}",
                 stacklevel=_user_stacklevel())
 
     def _retrace_advice(self, keys_changed: bool = False) -> str:

@@ -447,3 +447,19 @@ def test_a_traced_value_assigned_to_an_argument_objects_attribute_is_refused_and
     assert "obj.w = new" in str(e.value)
     assert m.w is w  # not a tracer: put back as it was
     assert m.calls == 1  # a Python value it set stays, as under tracing
+
+
+def test_the_retrace_warning_names_an_array_attribute_that_is_new_each_call():
+    class Model:
+        def __init__(self):
+            self.w = jnp.ones(3)
+
+    f = autograph.function(lambda model, x: jnp.sum(model.w * x))
+    m, x = Model(), jnp.arange(3.0)
+    with pytest.warns(UserWarning, match=r"a change in `model.w` \(a new array\)") as w:
+        for _ in range(8):
+            m.w = m.w + 1.0
+            f(m, x)
+    message = str(w[0].message)
+    assert "pass the array itself as an argument (`model.w`)" in message
+    assert "Python numbers" not in message  # not the advice for Python values
