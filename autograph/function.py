@@ -362,9 +362,13 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                 if checking[0] and eager() and not _any_tracer(args, kwargs):
                     return python_function(*args, **kwargs)
                 try:
-                    return general(args, kwargs)
-                except jax.errors.JaxRuntimeError as e:
-                    reraise(e)
+                    try:
+                        return general(args, kwargs)
+                    except jax.errors.JaxRuntimeError as e:
+                        reraise(e)
+                        raise
+                except Exception as e:
+                    hide_own_frames(e)
                     raise
             return checked_entry
         if counting or checking[0]:
@@ -372,9 +376,13 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                 if checking[0] and eager() and not _any_tracer(args, kwargs):
                     return python_function(*args, **kwargs)
                 try:
-                    out = general(args, kwargs)
-                except jax.errors.JaxRuntimeError as e:
-                    reraise(e)
+                    try:
+                        out = general(args, kwargs)
+                    except jax.errors.JaxRuntimeError as e:
+                        reraise(e)
+                        raise
+                except Exception as e:
+                    hide_own_frames(e)
                     raise
                 if counting and calls[0] - last_trace[0] >= RETRACE_WINDOW:
                     use(counting=False)
@@ -405,6 +413,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                 # over several devices, run again with unordered callbacks
                 if again(e):
                     return general(rest if first is _NO_ARG else (first,) + rest, kwargs)
+                hide_own_frames(e)
                 raise
         return entry
 
@@ -824,9 +833,13 @@ class _BoundFunction:
         if modes.CHECKING[0] and modes.eager() and not _any_tracer(args, kwargs):
             return self._function.python_function(self._obj, *args, **kwargs)
         try:
-            return self._function._call_general((self._obj,) + args, kwargs, bound=True)
-        except jax.errors.JaxRuntimeError as e:
-            _run_time_errors.reraise(e)
+            try:
+                return self._function._call_general((self._obj,) + args, kwargs, bound=True)
+            except jax.errors.JaxRuntimeError as e:
+                _run_time_errors.reraise(e)
+                raise
+        except Exception as e:
+            hide_own_frames(e)
             raise
 
     def get_concrete_function(self, *args, **kwargs):
@@ -850,6 +863,27 @@ class _BoundFunction:
 
     def __getattr__(self, name):  # the rest of `Function`'s interface
         return getattr(self._function, name)
+
+
+def hide_own_frames(error: BaseException) -> None:
+    """Leaves autograph's own frames out of ``error``'s traceback (as JAX leaves out
+    its own): the user's frames and those of converted code stay. Kept whole under
+    ``JAX_TRACEBACK_FILTERING=off``. Called in the handler of an entry point, which
+    re-raises with a bare ``raise`` (that adds no frame of its own)."""
+    if getattr(jax.config, "jax_traceback_filtering", None) == "off":
+        return
+    kept = None
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    for t in reversed(frames):
+        module = str(t.tb_frame.f_globals.get("__name__", ""))
+        if module == "autograph" or module.startswith("autograph."):
+            continue
+        kept = types.TracebackType(kept, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    error.with_traceback(kept)
 
 
 def _keyed_owner(f):

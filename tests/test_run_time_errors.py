@@ -6,6 +6,8 @@ own `jax.jit` it is JAX's `JaxRuntimeError`, whose message carries the text.
 Either way JAX's log of the callback's failure is not printed.
 """
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -162,3 +164,25 @@ def _line_of(fn, text):
     import inspect
     lines, start = inspect.getsourcelines(fn)
     return start + next(i for i, ln in enumerate(lines) if text in ln)
+
+
+def test_an_error_through_autograph_function_leaves_autograph_out_of_its_traceback():
+    import traceback
+
+    @autograph.function
+    def checked(x):
+        if x.sum() > 0:
+            raise ValueError("positive")  # raised as the program runs
+        return x
+
+    @autograph.function
+    def reshaped(x):
+        return x.reshape(7)  # JAX's error while tracing
+
+    checked(-jnp.ones(2))
+    for f, error in ((checked, ValueError), (reshaped, TypeError)):
+        with pytest.raises(error) as info:
+            f(jnp.ones(2))
+        files = [fr.filename for fr in traceback.extract_tb(info.value.__traceback__)]
+        assert not any(os.sep + "autograph" + os.sep in p for p in files), files
+        assert __file__ in files  # the user's frames stay
