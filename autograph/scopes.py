@@ -104,7 +104,10 @@ class FunctionScopes(Converter):
             write_only = self._write_only[-1]
             in_try = self._in_try[-1]
         else:
-            in_try = _assigned_in_try(node)
+            # (the user's variables: a return value or a jump flag the passes made is
+            # read only on the path that completes)
+            in_try = frozenset(n for n in _assigned_in_try(node)
+                               if n not in self.ctx.namer.roles)
             write_only = dead_lists.write_only_lists(node)
             captured = anno.get(node, Anno.CLOSURE_READS)
             if captured is None:

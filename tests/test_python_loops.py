@@ -474,3 +474,39 @@ def test_a_handler_sees_what_the_iterations_before_the_exception_assigned(fail_a
         got = jax.jit(autograph.convert(halves_in_a_while_then_finally), static_argnums=1)(
             jnp.float32(8.0), n)
         assert [float(v) for v in got] == list(want)
+
+
+def returns_from_a_staged_if_in_try_finally(x):
+    try:
+        if x > 0:
+            return x
+        return -x
+    finally:
+        pass
+
+
+def staged_blocks_in_a_try_with_a_handler(x):
+    y = x
+    try:
+        if x > 0:
+            y = x * 2
+        else:
+            y = -x
+        i = 0
+        while i < 3:
+            y = y + 1
+            i += 1
+    except ValueError:
+        y = y * 0
+    finally:
+        z = y + 1
+    return y, z
+
+
+@pytest.mark.parametrize("x", [2.0, -2.0])
+def test_staged_blocks_inside_a_try_return_and_assign_as_python(x):
+    f = jax.jit(autograph.convert(returns_from_a_staged_if_in_try_finally))
+    assert float(f(jnp.float32(x))) == 2.0
+    g = jax.jit(autograph.convert(staged_blocks_in_a_try_with_a_handler))
+    assert [float(v) for v in g(jnp.float32(x))] == [
+        float(v) for v in staged_blocks_in_a_try_with_a_handler(jnp.float32(x))]
