@@ -536,3 +536,28 @@ def test_an_index_returned_from_a_staged_loop_keeps_its_value_against_a_16_bit_f
             want = program(x)
             got = jf(x)
             assert float(got) == float(want), (program.__name__, dtype, first)
+
+
+def int8_or_a_python_float(x):
+    if x > 0:
+        y = jnp.int8(3)
+    else:
+        y = 1.5
+    return y + jnp.float16(1)  # float16 eagerly on either path
+
+
+def bool_or_a_python_int(x):
+    b = x > 0
+    if x > 1:
+        b = 2
+    return b + jnp.int8(1)  # int8 eagerly on either path
+
+
+@pytest.mark.parametrize("fn", [int8_or_a_python_float, bool_or_a_python_int])
+@pytest.mark.parametrize("x", [2.0, 0.5, -1.0])
+def test_a_strong_array_and_a_python_number_of_a_higher_kind_merge_weakly(fn, x):
+    # as `jnp.where(c, jnp.int8(3), 1.5)` gives a weak float32, which the next array's
+    # dtype then decides
+    got = jax.jit(autograph.convert(fn))(jnp.float32(x))
+    want = fn(jnp.float32(x))
+    assert got.dtype == want.dtype and float(got) == float(want)

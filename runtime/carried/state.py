@@ -116,8 +116,11 @@ def promote(a: Aval, b: Aval) -> tuple[Any, bool]:
     da, wa, db, wb = a.dtype, a.weak, b.dtype, b.weak
     if not (isinstance(da, np.dtype) and isinstance(db, np.dtype)):
         return (da, wa and wb) if da == db else (jnp.result_type(da, db), False)
-    dtype = np.dtype(jnp.result_type(_promotion_operand(da, wa), _promotion_operand(db, wb)))
-    weak = wa and wb
+    # (weak where JAX's rules make it so: a strong int8 and a Python float give a weak
+    # float32, as `jnp.where(c, jnp.int8(3), 1.5)` does)
+    joint, weak = jax.dtypes.result_type(_promotion_operand(da, wa), _promotion_operand(db, wb),
+                                         return_weak_type_flag=True)
+    dtype = np.dtype(joint)
     for number in (a.number, b.number, *(a.span or ()), *(b.span or ())):
         if number is not None and (not holds(dtype, number) or _rounds(dtype, number)):
             dtype, weak = _widened(dtype, number), False
