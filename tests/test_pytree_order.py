@@ -317,7 +317,8 @@ def test_a_loop_rebuilding_a_dict_jit_handed_over_sorted_says_so():
     # the fix names where the sorted order came from, and a change that applies
     assert "`jax.jit`, `jax.grad` and `jax.vmap` hand a dict argument over with its keys " \
            "sorted" in str(e.value)
-    assert "build `p` in the loop with its keys in the order ['b', 'w']" in str(e.value)
+    assert "where `p` is built anew, build it with its keys in the order ['b', 'w']" in str(
+        e.value)
     assert "to begin with" not in str(e.value)  # it did begin with that order
 
 

@@ -511,7 +511,7 @@ def _refuse_reordered_keys(t: _Record, f: _Record, names) -> None:
                      f"known only when the program runs, and the order of the keys is not a "
                      f"value it computes",
             variable=name if returned else f"{name}{where}",
-            fix=key_order.sorted_hint(d, keys_t, keys_f) +
+            fix=key_order.sorted_hint(d, keys_t, keys_f, before=False) +
                 f"put the keys in the same order on both branches (`{d}[k] = v` keeps the "
                 f"place of a key `{d}` has; `{d}.pop(k)` then `{d}[k] = v` moves it to the "
                 f"end), or rebuild the dict in one order after the `if`")

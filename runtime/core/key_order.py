@@ -149,9 +149,10 @@ def tree_map(fn: Callable[..., Any], value: Any,
     return jax.tree_util.tree_map(fn, ordered(value, is_leaf), is_leaf=is_leaf)
 
 
-def sorted_hint(name: str, keys_a, keys_b) -> str:
-    """Where one of two orders of a dict's keys, before (``keys_a``) and after, is the
-    sorted one, the first part of a fix saying where that order comes from; else ''.
+def sorted_hint(name: str, keys_a, keys_b, before: bool = True) -> str:
+    """Where one of two orders of a dict's keys, before (``keys_a``) and after a loop
+    (or, without ``before``, on two branches), is the sorted one, the first part of
+    a fix saying where that order comes from; else ''.
 
     ``jax.tree.map`` and the libraries built on it (optax's updates) give a dict its
     keys in sorted order, and ``jax.jit``, ``jax.grad`` and ``jax.vmap`` hand a
@@ -164,10 +165,10 @@ def sorted_hint(name: str, keys_a, keys_b) -> str:
         return ""
     if a == b or (b != ordered and a != ordered):
         return ""
-    if a == ordered:  # sorted before: an argument of a transformation, say
+    if a == ordered and before:  # sorted before a loop: an argument of `jax.jit`, say
         return (f"`jax.jit`, `jax.grad` and `jax.vmap` hand a dict argument over with "
-                f"its keys sorted (and `jax.tree.map` builds dicts so): build `{name}` "
-                f"in the loop with its keys in the order {ordered}; or ")
+                f"its keys sorted (and `jax.tree.map` builds dicts so): where `{name}` "
+                f"is built anew, build it with its keys in the order {ordered}; or ")
     return (f"`jax.tree.map` (and the libraries built on it, such as optax) gives a dict "
             f"its keys in sorted order: build `{name}` with its keys in the order "
             f"{ordered} to begin with; or ")
