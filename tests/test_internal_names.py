@@ -116,3 +116,17 @@ def test_a_path_returning_none_is_told_what_the_others_return():
     assert "returns None (by `return None`, a bare `return`, or the end of the function)" in (
         message)
     assert "fix: return a tuple of 2 on that path too" in message
+
+
+def picks_a_function(x):
+    if x > 0:
+        fn = jnp.sin
+    else:
+        fn = jnp.cos
+    return fn(x)
+
+
+def test_two_functions_on_two_branches_are_named():
+    with pytest.raises(autograph.BranchError) as e:
+        jax.jit(autograph.convert(picks_a_function))(1.0)
+    assert "the function `sin` on the true branch but the function `cos`" in str(e.value)

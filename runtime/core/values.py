@@ -364,6 +364,10 @@ def describe(x) -> str:
     stands_for = getattr(x, "stands_for", None)  # a stand-in of the runtime's
     if isinstance(stands_for, str):
         return stands_for
+    if callable(x) and not isinstance(x, type):
+        name = getattr(x, "__qualname__", None) or getattr(x, "__name__", None)
+        if isinstance(name, str):  # `jnp.sin` against `jnp.cos`: which function
+            return f"the function `{name}`"
     return f"a `{type(x).__name__}` object"
 
 
