@@ -400,3 +400,16 @@ def test_loop_with_a_traced_break(x):
     np.testing.assert_allclose(got, want)
     grad = jax.grad(lambda v: autograph.convert(loop_with_a_traced_break)(v).sum())(x)
     assert np.isfinite(grad)
+
+
+def keys_of_mixed_types_through_a_staged_if(x):
+    d = {"b": x, 1: x}  # JAX cannot sort these keys
+    if x > 0:
+        d[1] = d[1] + 1
+    return d["b"] + d[1]
+
+
+@pytest.mark.parametrize("x", [1.0, -1.0])
+def test_a_dict_with_keys_of_mixed_types_goes_through_a_staged_if(x):
+    got = jax.jit(autograph.convert(keys_of_mixed_types_through_a_staged_if))(jnp.float32(x))
+    assert float(got) == float(keys_of_mixed_types_through_a_staged_if(jnp.float32(x)))

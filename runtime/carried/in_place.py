@@ -31,6 +31,7 @@ import numpy as np
 
 from autograph import errors
 
+from ..core import key_order
 from ..core.constructs import Construct
 from ..core.values import is_undefined
 
@@ -419,7 +420,7 @@ class InPlace:
         for i, value in enumerate(self.before):
             name = self.names[i] if i < len(self.names) else f"<{i}>"
             out.extend(name if isinstance(leaf, np.ndarray) and leaf.flags.writeable else None
-                       for leaf in jax.tree_util.tree_leaves(value, is_leaf=is_undefined))
+                       for leaf in key_order.leaves(value, is_undefined))
         return out
 
     def wrap(self, fn: Callable | None, leading: int = 0,
@@ -448,7 +449,7 @@ class InPlace:
         ``refuse_numpy_update``) while the body runs."""
         standins = dict(_NUMPY_STANDINS.get() or {})
         if any(self.numpy):
-            leaves = jax.tree_util.tree_leaves(state, is_leaf=is_undefined)
+            leaves = key_order.leaves(state, is_undefined)
             if len(leaves) == len(self.numpy):
                 for leaf, name in zip(leaves, self.numpy):
                     if name is not None:

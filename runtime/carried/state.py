@@ -237,7 +237,7 @@ def object_snapshot(values):
     snap, seen = [], set()
     # the values and what their lists, dicts and tuples hold too: a registered
     # dataclass is a pytree node, not a leaf
-    for leaf in held(values) + tree_util.tree_leaves(list(values), is_leaf=is_undefined):
+    for leaf in held(values) + key_order.leaves(list(values), is_undefined):
         attrs = attribute_values(leaf) if _plain_object(leaf) else None
         if attrs is not None and id(leaf) not in seen:
             seen.add(id(leaf))

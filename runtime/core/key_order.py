@@ -143,6 +143,15 @@ def _step(node: tuple | None, i: int) -> str:
     return ""
 
 
+def leaves(value: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+    """``jax.tree_util.tree_leaves(value)``, where a dict's keys of mixed types (``{1: a,
+    "b": c}``, which JAX cannot sort) give its leaves in insertion order."""
+    try:
+        return jax.tree_util.tree_leaves(value, is_leaf=is_leaf)
+    except (TypeError, ValueError):
+        return jax.tree_util.tree_leaves(ordered(value, is_leaf), is_leaf=is_leaf)
+
+
 def tree_map(fn: Callable[..., Any], value: Any,
              is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """``jax.tree_util.tree_map(fn, value)`` with every dict's keys in ``value``'s order."""
