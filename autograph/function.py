@@ -281,6 +281,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
             jit_kwargs.get("static_argnums")) or bool(jit_kwargs.get("static_argnames"))
         self._variants: dict = {}
         self._traces = 0
+        self._traced_here = threading.local()  # how many of them this thread made
         self._calls_cell = [0]
         self._last_trace_call = [0]
         self._counting = True
@@ -511,7 +512,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                 self._flat_keys.add(key)  # Equinox's rule: a module's other leaves are static
                 return self._call_flat(args, kwargs)
             jitted = self._by_types[key] = self._for(args, kwargs)
-        traces = self._traces
+        mine = getattr(self._traced_here, "n", 0)  # traces this thread made so far
         keyed_args, keyed_kwargs = self._jit_args(args, kwargs)
         try:
             return jitted(*keyed_args, **keyed_kwargs)
@@ -522,7 +523,8 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                     _mixed_container(a) for a in list(args) + list(kwargs.values())):
                 raise
             self._flat_keys.add(key)
-            self._traces = traces  # that attempt was ours, not a trace of the user's
+            # that attempt was ours, not a trace of the user's (another thread's stay)
+            self._traces -= getattr(self._traced_here, "n", 0) - mine
             return self._call_flat(args, kwargs)
 
     @functools.cached_property
@@ -693,6 +695,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
 
     def _record_trace(self, args, kwargs):
         self._traces += 1
+        self._traced_here.n = getattr(self._traced_here, "n", 0) + 1
         if not self._counting:  # the previous trace is a window or more back
             self._calls_cell[0] = 1
             self._trace_calls.clear()

@@ -467,3 +467,26 @@ def test_memory_returns_after_converted_closures_are_dropped():
     refs = round_of(20)  # 160 MB if they stayed
     assert all(r() is None for r in refs)
     assert rss() - before < 64 << 20
+
+
+def test_the_tracing_count_under_threads_counts_the_traces_that_stay():
+    sizes = []
+
+    @autograph.function
+    def filled(cfg, x):
+        sizes.append(cfg["n"])  # an int in a dict, used as a shape: keyed by value
+        return jnp.zeros(cfg["n"]) + x
+
+    def worker(i):
+        for k in range(3):
+            filled({"n": 2 + (i + k) % 3}, jnp.array(1.0))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the retrace warning)
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    kept = {n for n in sizes if isinstance(n, int)}
+    assert filled.experimental_get_tracing_count() == len(kept) == 3
