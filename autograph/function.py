@@ -865,7 +865,10 @@ class _BoundFunction:
         return self._function.python_function.__get__(self._obj)
 
     def __getattr__(self, name):  # the rest of `Function`'s interface
-        return getattr(self._function, name)
+        function = self.__dict__.get("_function")
+        if function is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(function, name)
 
 
 def hide_own_frames(error: BaseException) -> None:
