@@ -111,7 +111,17 @@ def counted_loop(test, body, arrays, n: int, stabilize=None, test_bounds: bool =
             inner = (lambda s: step(s, consts)) if depth == len(sizes) - 1 else level(depth + 1)
 
             def one(s, _):
-                return lax.cond(active(s[0], s[1], consts), inner, lambda s: s, s), None
+                on = active(s[0], s[1], consts)
+
+                def guarded(s):
+                    # Under `vmap` both sides run, and an element that has left the loop
+                    # takes a step eager never takes (`jnp.sqrt` of what is now negative):
+                    # its state goes in with no gradient, so the step's derivative there
+                    # (NaN times the zero it gets) never reaches the state's
+                    k, a = s
+                    return inner((k, [jnp.where(on, v, lax.stop_gradient(v)) for v in a]))
+
+                return lax.cond(on, guarded, lambda s: s, s), None
 
             return lambda s: lax.scan(one, s, None, length=sizes[depth])[0]
 

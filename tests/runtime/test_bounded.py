@@ -170,3 +170,27 @@ def test_forward_derivative_equals_the_python_loops():
 
 def test_module_exports():
     assert set(bounded.__all__) == {"counted_loop", "level_sizes"}
+
+
+def test_the_gradient_of_a_vmapped_loop_ignores_steps_an_element_never_takes():
+    # an element that has left the loop takes the batch's further steps under `vmap`,
+    # here `jnp.sqrt` of a negative number: none of that may reach its gradient
+    def sqrt_sum(x):
+        def test(a):
+            return a[0] >= 0.0
+
+        def body(a, k):
+            x, y = a
+            return [x - 1.0, y + jnp.sqrt(x)]
+
+        return counted_loop(test, body, [x, jnp.float32(0.0)], 20)[1]
+
+    def eager(x):
+        y = 0.0
+        while x >= 0.0:
+            y, x = y + jnp.sqrt(x), x - 1.0
+        return y
+
+    xs = jnp.array([2.5, 0.5])
+    grads = jax.grad(lambda v: jnp.sum(jax.vmap(sqrt_sum)(v)))(xs)
+    np.testing.assert_allclose(grads, [jax.grad(eager)(x) for x in (2.5, 0.5)], rtol=1e-6)
