@@ -446,16 +446,17 @@ def filter_traceback(exc: BaseException) -> None:
 
     What is left is the user's code: their functions, the generated code of
     converted ones (each named with the user's line by ``annotate_traceback``)
-    and the libraries they call. ``AUTOGRAPH_TRACEBACK_FILTERING=off`` keeps
-    every frame.
+    and the libraries they call. Called in the handler of an entry point, which
+    re-raises with a bare ``raise`` (that adds no frame of its own).
+    ``AUTOGRAPH_TRACEBACK_FILTERING=off`` keeps every frame.
     """
     if os.environ.get("AUTOGRAPH_TRACEBACK_FILTERING", "on").lower() in ("off", "0", "no"):
         return
     frames = traceback_entries(exc)
     kept = [t for t in frames if not _own_frame(t)]
     kept, dropped = _without_repeats(kept)
-    if not kept or len(kept) == len(frames):
-        return
+    if len(kept) == len(frames):
+        return  # (none kept: the frames of the handler's callers follow as it propagates)
     if dropped:
         try:
             exc.add_note(f"({dropped} frames of the recursion through converted code are "

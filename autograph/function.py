@@ -144,14 +144,17 @@ def _change(name: str, old, new) -> str:
     return f"`{name}` ({old[0]} -> {new[0]})"
 
 
-def bound_arguments(signature, args, kwargs) -> dict:
-    """The arguments of a call by parameter name (``#i`` without a signature)."""
-    if signature is not None:
-        try:
-            return dict(signature.bind(*args, **kwargs).arguments)
-        except TypeError:
-            pass
-    return {**{f"#{i}": a for i, a in enumerate(args)}, **kwargs}
+def bound_arguments(signature, args, kwargs) -> dict | None:
+    """The arguments of a call by parameter name, defaults included; None without a
+    signature, or where the call does not fit it."""
+    if signature is None:
+        return None
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 def _attribute_tokens(value) -> dict | None:
@@ -369,7 +372,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                         reraise(e)
                         raise
                 except Exception as e:
-                    hide_own_frames(e)
+                    errors.filter_traceback(e)
                     raise
             return checked_entry
         if counting or checking[0]:
@@ -383,7 +386,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                         reraise(e)
                         raise
                 except Exception as e:
-                    hide_own_frames(e)
+                    errors.filter_traceback(e)
                     raise
                 if counting and calls[0] - last_trace[0] >= RETRACE_WINDOW:
                     use(counting=False)
@@ -414,7 +417,7 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
                 # over several devices, run again with unordered callbacks
                 if again(e):
                     return general(rest if first is _NO_ARG else (first,) + rest, kwargs)
-                hide_own_frames(e)
+                errors.filter_traceback(e)
                 raise
         return entry
 
@@ -701,16 +704,11 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
             self._trace_calls.clear()
             self._use_entry(counting=True)
         self._last_trace_call[0] = self._calls_cell[0]
-        described = {}
-        if self._signature is not None:
-            try:
-                bound = self._signature.bind(*args, **kwargs)
-                bound.apply_defaults()
-                # (its text, and a dict's keys: never the values, which may be tracers)
-                described = {k: (describe(v), tuple(v) if isinstance(v, dict) else None)
-                             for k, v in bound.arguments.items()}
-            except TypeError:
-                pass
+        arguments = bound_arguments(self._signature, args, kwargs)
+        # (its text, and a dict's keys: never the values, which may be tracers)
+        described = {} if arguments is None else {
+            k: (describe(v), tuple(v) if isinstance(v, dict) else None)
+            for k, v in arguments.items()}
         last = self._last_trace
         moved = [] if last is None else [
             (k, last.get(k), v) for k, v in described.items() if last.get(k) != v]
@@ -718,22 +716,23 @@ class Function(_Signature[_P, _R], functools.partial, FunctionBase):
         keys_changed = any(_keys_changed(old, new) for _, old, new in moved)
         self._last_trace = described
         # the attributes of plain objects, which key the cache (arrays by identity)
-        held = {k: _attribute_tokens(v) for k, v in bound_arguments(self._signature, args,
-                                                                     kwargs).items()}
+        if arguments is None:
+            arguments = {**{f"#{i}": a for i, a in enumerate(args)}, **kwargs}
+        held = {k: _attribute_tokens(v) for k, v in arguments.items()}
         new_arrays = [f"`{k}.{a}`" for k, tokens in held.items()
                       for a, t in (tokens or {}).items()
                       if self._last_held.get(k) and a in self._last_held[k]
                       and self._last_held[k][a] != t and t[0] == "array"]
         self._last_held = held
-        if not changed and new_arrays:
+        from_array = not changed and bool(new_arrays)  # an array attribute, and only that
+        if from_array:
             changed = [f"{new_arrays[0]} (a new array)"]
         self._trace_calls.append(self._calls)
         recent = [c for c in self._trace_calls if c > self._calls - RETRACE_WINDOW]
         if len(recent) > RETRACE_LIMIT and not self._warned:
             self._warned = True
             what = ", ".join(changed) or "the arguments"
-            advice = self._retrace_advice(keys_changed) if not (
-                new_arrays and changed == [f"{new_arrays[0]} (a new array)"]) else (
+            advice = self._retrace_advice(keys_changed) if not from_array else (
                 "an array an argument holds as an attribute keys the cache by its identity "
                 "(a plain object is read as a constant), so each new array is a trace of "
                 f"its own; pass the array itself as an argument (`{new_arrays[0][1:-1]}`), "
@@ -842,7 +841,7 @@ class _BoundFunction:
                 _run_time_errors.reraise(e)
                 raise
         except Exception as e:
-            hide_own_frames(e)
+            errors.filter_traceback(e)
             raise
 
     def get_concrete_function(self, *args, **kwargs):
@@ -869,27 +868,6 @@ class _BoundFunction:
         if function is None or name.startswith("__"):
             raise AttributeError(name)
         return getattr(function, name)
-
-
-def hide_own_frames(error: BaseException) -> None:
-    """Leaves autograph's own frames out of ``error``'s traceback (as JAX leaves out
-    its own): the user's frames and those of converted code stay. Kept whole under
-    ``JAX_TRACEBACK_FILTERING=off``. Called in the handler of an entry point, which
-    re-raises with a bare ``raise`` (that adds no frame of its own)."""
-    if getattr(jax.config, "jax_traceback_filtering", None) == "off":
-        return
-    kept = None
-    frames = []
-    tb = error.__traceback__
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
-    for t in reversed(frames):
-        module = str(t.tb_frame.f_globals.get("__name__", ""))
-        if module == "autograph" or module.startswith("autograph."):
-            continue
-        kept = types.TracebackType(kept, t.tb_frame, t.tb_lasti, t.tb_lineno)
-    error.with_traceback(kept)
 
 
 def _keyed_owner(f):
