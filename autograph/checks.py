@@ -10,6 +10,7 @@ from __future__ import annotations
 import gast
 
 from autograph import anno, errors
+from autograph.analysis import activity
 from autograph.anno import Anno
 from autograph.directive_calls import Directive, Resolver
 
@@ -207,15 +208,8 @@ def _in_nested_def(root, node) -> bool:
 
 def is_generator(fn: gast.FunctionDef) -> bool:
     """Whether ``fn``'s own body (not a function or class inside it) yields."""
-    stack: list = list(fn.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (gast.Yield, gast.YieldFrom)):
-            return True
-        if not isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
-                                 gast.ClassDef)):
-            stack.extend(gast.iter_child_nodes(node))
-    return False
+    return any(isinstance(node, (gast.Yield, gast.YieldFrom))
+               for node in activity.walk_own(fn.body))
 
 
 def runs_as_written(fn: gast.FunctionDef, directives: Resolver) -> bool:

@@ -160,25 +160,11 @@ class FunctionScopes(Converter):
         return out
 
 
-
 def _assigned_in_try(node: gast.FunctionDef) -> frozenset:
     """The local names of ``node`` that the body of one of its `try` statements with a
     handler or a ``finally:`` assigns (not in a nested function)."""
-    found: set[str] = set()
-    stack: list = list(node.body)
-    while stack:
-        child = stack.pop()
-        kind = type(child)
-        if kind in (gast.FunctionDef, gast.Lambda, gast.ClassDef):
-            continue
-        if kind is gast.Try and (child.handlers or child.finalbody):
-            inner: list = list(child.body)
-            while inner:
-                n = inner.pop()
-                if type(n) in (gast.FunctionDef, gast.Lambda, gast.ClassDef):
-                    continue
-                if type(n) is gast.Name and type(n.ctx) is gast.Store:
-                    found.add(n.id)
-                activity.push_children(n, inner.append)
-        activity.push_children(child, stack.append)
+    found = {n.id for t in activity.walk_own(node.body)
+             if type(t) is gast.Try and (t.handlers or t.finalbody)
+             for n in activity.walk_own(t.body)
+             if type(n) is gast.Name and type(n.ctx) is gast.Store}
     return frozenset(found) & activity.function_locals(node) if found else frozenset()

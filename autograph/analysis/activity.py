@@ -191,6 +191,20 @@ def walk(tree) -> Iterator[gast.AST]:
         push_children(node, stack.append)
 
 
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+
+
+def walk_own(stmts) -> Iterator[gast.AST]:
+    """The nodes of ``stmts`` that belong to the function they are in: a function,
+    lambda or class defined there is given, its inside is not."""
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            push_children(node, stack.append)
+
+
 def push_children(node, push) -> None:
     """Calls ``push`` on each child node of ``node`` (not its ``ctx``)."""
     kind = type(node)

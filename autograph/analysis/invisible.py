@@ -86,6 +86,7 @@ from typing import Any
 import gast
 
 from autograph import errors, jax_internals, tree_formats
+from autograph.analysis import activity
 
 __all__ = ["Kind", "Limits", "Scope", "SourceScope", "Verdict", "kind_of", "prove_loop",
            "prove_source_loop"]
@@ -594,16 +595,6 @@ class _Budget:
         # values known while tracing: the staged loop must hand them back as they are
 
 
-def _walk_body(stmts):
-    """The nodes of ``stmts``, not those of functions or classes defined there."""
-    stack = list(stmts)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            stack.extend(gast.iter_child_nodes(node))
-
-
 def _literal_names(call: gast.Call) -> tuple[str, ...]:
     """The ``names=('a', 'b')`` a control-flow call of converted code is given."""
     for k in call.keywords:
@@ -798,18 +789,24 @@ class _Body:
         self._counts_python(s, iterable, bound)
 
     def _counts_python(self, loop, trips: Val, bound: set) -> None:
-        """Refuses a loop whose trip count comes from the index (``trips``: its test or
-        iterable) that carries a Python number (``bound``: the names bound before it):
-        exact (or float64) unrolled, int32 (float32) in the loop it becomes staged."""
-        if not trips.kind & STAGED:
-            return
-        for node in _walk_body(loop.body):
-            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) and (
-                    node.id in bound):
-                val = self.env.get(node.id)
-                if val is not None and val.kind & Kind.PYTHON and not val.container:
-                    raise _Blocked(f"a loop whose trip count may come from the loop index "
-                                   f"carries `{node.id}`, a Python value", loop)
+        """``_refuse_python_carried`` for a loop of a function the body calls, where
+        ``trips`` (its test or iterable) comes from the index: what it carries are the
+        names it assigns that ``bound`` holds (those bound before it)."""
+        if trips.kind & STAGED:
+            self._refuse_python_carried(
+                [n.id for n in activity.walk_own(loop.body) if isinstance(n, gast.Name)
+                 and isinstance(n.ctx, gast.Store) and n.id in bound], loop)
+
+    def _refuse_python_carried(self, names, node) -> None:
+        """Refuses an inner loop whose trip count may come from the index that carries
+        a Python number among ``names`` (`n += 1`, `s += 0.1`, `p *= 3`): exact (or
+        float64) unrolled, int32 (float32) in the staged loop it becomes, which nothing
+        follows step by step."""
+        for name in names:
+            val = self.env.get(name)
+            if val is not None and val.kind & Kind.PYTHON and not val.container:
+                raise _Blocked(f"an inner loop whose trip count may come from the loop "
+                               f"index carries `{name}`, a Python value", node)
 
     def s_Raise(self, s):
         if s.exc is not None:
@@ -1243,14 +1240,7 @@ class _Body:
                 # is its own function: any): Python unrolled, staged when staged, so
                 # what its body assigns is chosen by the index
                 self._read_chosen(args[:2])
-                for name in _literal_names(e):
-                    val = self.env.get(name)
-                    if val is not None and val.kind & Kind.PYTHON and not val.container:
-                        # a Python number it counts (`n += 1`, `s += 0.1`, `p *= 3`):
-                        # exact (or float64) unrolled, int32 (float32) in the staged loop
-                        # it becomes, which nothing follows step by step
-                        raise _Blocked(f"an inner loop whose trip count may come from the "
-                                       f"loop index carries `{name}`, a Python value", e)
+                self._refuse_python_carried(_literal_names(e), e)
             return Val(_join(self.env.values()).kind if self.env else Kind.PYTHON)
         if ag == "print_":
             # `print` in converted code prints once per iteration, staged or not (when
