@@ -111,17 +111,21 @@ def test_callable_object():
     assert count(f) == 1
 
 
+class _Gain:
+    def __init__(self, k):
+        self.k = k
+
+    def call(self, x):
+        if x.sum() > 0:
+            return x * self.k
+        return x
+
+    def __call__(self, x):
+        return self.call(x) + 1.0
+
+
 def test_bound_method_wrapped():
-    class Net:
-        def __init__(self, k):
-            self.k = k
-
-        def call(self, x):
-            if x.sum() > 0:
-                return x * self.k
-            return x
-
-    net = Net(4.0)
+    net = _Gain(4.0)
     net.call = autograph.function(net.call)  # as in the TensorFlow guide
     np.testing.assert_allclose(net.call(jnp.ones(2)), [4.0, 4.0])
     np.testing.assert_allclose(net.call(-jnp.ones(2)), [-1.0, -1.0])
@@ -375,19 +379,6 @@ def test_eager_mode_still_traces_a_call_on_tracers():
         assert jax.jit(lambda v: sign_flip(v) + 1)(jnp.ones(2)).tolist() == [2.0, 2.0]
         assert jax.vmap(sign_flip)(-jnp.ones((3, 2))).tolist() == [[1.0, 1.0]] * 3
         assert sign_flip(jnp.ones(2)).tolist() == [1.0, 1.0]
-
-
-class _Gain:
-    def __init__(self, k):
-        self.k = k
-
-    def call(self, x):
-        if x.sum() > 0:
-            return x * self.k
-        return x
-
-    def __call__(self, x):
-        return self.call(x) + 1.0
 
 
 def test_a_bound_method_or_callable_object_traces_again_when_an_attribute_changes():
