@@ -254,6 +254,13 @@ def current_location() -> Location | None:
     return None
 
 
+def here() -> str:
+    """``"file.py:12: "``, the user's line of the innermost converted-code frame on the
+    stack, to lead a message with; ``""`` outside converted code."""
+    loc = current_location()
+    return f"{loc.short}: " if loc is not None else ""
+
+
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
     """Warns at the user's line: that of the innermost converted-code frame on the
     stack, else the first caller outside autograph, JAX and generated code.

@@ -115,8 +115,7 @@ def observed(error) -> str:
 
 
 def warn_unrolled(error) -> None:
-    loc = errors.current_location()
-    where = f"{loc.short}: " if loc is not None else ""
+    where = errors.here()
     lines = str(error).strip().splitlines()
     reason = lines[0] if lines else type(error).__name__
     if isinstance(error, errors.AutographError):

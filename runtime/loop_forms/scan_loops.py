@@ -400,8 +400,7 @@ def _check_exiting(closed, carry, k0: int, n: int) -> None:
             raise _mismatch(why)
         if why is not None:
             _refuse_python_mismatch(closed, carry, (0, n - 1), [])
-            loc = errors.current_location()
-            errors.warn(f"{loc.short + ': ' if loc is not None else ''}this `for` loop, which "
+            errors.warn(f"{errors.here()}this `for` loop, which "
                         f"may stop early, is staged though its body {why}: its {n} steps are "
                         f"more than the {UNROLL_LIMIT} it would run unrolled; compute such "
                         f"floats from `jnp.float32(i)` to make them float32 by design")

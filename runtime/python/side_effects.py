@@ -79,8 +79,7 @@ def _print_at_run_time(values, **print_kwargs):
     if symbolic is not None:
         # no host callback takes a value of a size known only when the program runs:
         # printed while tracing, as plain `jax.jit` and `jax.export` print
-        loc = errors.current_location()
-        errors.warn(f"{loc.short + ': ' if loc is not None else ''}this `print` runs while "
+        errors.warn(f"{errors.here()}this `print` runs while "
                     f"tracing, not when the program runs: it is given a value of shape "
                     f"{symbolic}, whose symbolic dimension (a `None` of an `input_signature` "
                     f"or a spec) no host callback takes")
