@@ -300,3 +300,51 @@ def over_python_list(x):
 
 def test_over_python_list():
     check_equivalent(over_python_list, (np.float32(0.5),))
+
+
+def test_golden_a_loop_in_a_try_updates_what_it_carries_in_place():
+    # a handler the exception reaches sees what the iterations before it assigned
+    assert_golden("""
+        def f(x):
+            try:
+                for i in range(3):
+                    x = x + 1.0
+                    if i == 1:
+                        raise ValueError(i)
+            except ValueError:
+                x = x * 10.0
+            return x
+    """, """
+        def f(x):
+            i = ag__.Undefined('i')
+            try:
+                def loop_body(i, x_1):
+                    nonlocal x
+                    x = x_1
+                    x = x + 1.0
+                    def if_true():
+                        raise ag__.raised(ValueError(ag__.ld(i)), in_try=True)
+                        return ()
+                    ag__.if_stmt(ag__.ld(i) == 1, if_true, None, (), names=())
+                    return (x,)
+                (x,) = ag__.for_stmt(ag__.range_(3), loop_body, (x,), names=('x',))
+            except ValueError:
+                x = x * 10.0
+            return x
+    """)
+
+
+def test_golden_a_nested_generator_is_kept_as_written():
+    assert_golden("""
+        def g(x):
+            def steps(v):
+                for i in range(3):
+                    yield v * i
+            return sum(steps(x))
+    """, """
+        def g(x):
+            def steps(v):
+                for i in range(3):
+                    yield (v * i)
+            return sum(ag__.converted_call(steps, x))
+    """)
