@@ -214,3 +214,25 @@ def test_python_values_returned_on_paths_the_data_chooses_are_named_as_paths():
     msg = str(e.value)
     assert "the Python int -1 on one path and the Python str 'found' on another" in msg
     assert "true branch" not in msg
+
+
+def sqrt_until_negative(x):
+    y = 0.0
+    for _ in range(20):
+        if x < 0:
+            break
+        y += jnp.sqrt(x)
+        x = x - 0.3
+    return y
+
+
+def test_gradient_of_a_vmapped_for_with_break_ignores_the_steps_after_the_exit():
+    # an element that has broken out takes the batch's further steps, where its
+    # branch not taken is `jnp.sqrt` of a negative number: none of it reaches its
+    # gradient (NaN before)
+    conv = autograph.convert(sqrt_until_negative)
+    xs = jnp.array([1.0, 2.5, 0.7, 7.0])  # 4, 9, 3 and all 20 steps
+    want = [float(jax.grad(sqrt_until_negative)(x)) for x in xs]
+    got = jax.grad(lambda v: jnp.sum(jax.vmap(conv)(v)))(xs)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(jax.vmap(jax.grad(conv))(xs), want, rtol=1e-5)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from autograph import errors
+from autograph import errors, jax_internals
 
 from ..carried import attributes, in_place, objects
 from ..carried import state as st
@@ -351,7 +351,8 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
     jaxprs = (true.jaxpr, false.jaxpr)
     derived = true.derived is not None or false.derived is not None
     if not flagged and _same(sig_t, sig_f) and not derived:
-        run_true, run_false = _replay(true.jaxpr), _replay(false.jaxpr)
+        run_true = _replay(true.jaxpr, true.taken(pred))
+        run_false = _replay(false.jaxpr, false.taken(pred))
         with staging():
             arrays = _select(pred, jaxprs, run_true, run_false)
             if arrays is None:
@@ -367,7 +368,7 @@ def _staged(pred, true_fn, false_fn, init, names, exits=()):
             and not isinstance(vt, UndefinedReturn) and not isinstance(vf, UndefinedReturn)]
 
     def cast(branch: _Branch):
-        replay = _replay(branch.jaxpr)
+        replay = _replay(branch.jaxpr, branch.taken(pred))
 
         def run():
             values = flag_assigned(flagged, _rebuild_like(branch.record, replay()))
@@ -556,10 +557,32 @@ def _select(pred, jaxprs, run_true, run_false):
             for a, b in zip(t, f)]
 
 
-def _replay(closed):
-    """A function that re-emits a traced branch (its jaxpr) without running its Python."""
+def _replay(closed, taken):
+    """A function that re-emits a traced branch (its jaxpr) without running its Python.
+
+    The branch reads its floating-point inputs through ``taken`` (where the branch
+    runs): as themselves where it does, with no derivative where it does not. Under
+    ``vmap`` with a batched condition both branches run on every element, and an
+    element takes a branch eager Python never takes there (``jnp.sqrt`` of what is
+    negative under ``if x > 0``); the derivative it gets there is zero, but zero times
+    the step's own non-finite derivative is NaN, which would reach the input. Where
+    the condition is one value the branch not taken never runs, and the guard is
+    ``select(p, x, x)``, which XLA removes; it costs a select per input only in a
+    derivative.
+    """
+    jax_internals.allow_stop_gradient_transpose()  # see there: transposed under `vmap`
+    guarded = [_guard(c, taken) for c in closed.consts]
+    if any(g is not c for g, c in zip(guarded, closed.consts)):
+        closed = jax_core.ClosedJaxpr(closed.jaxpr, guarded)
     run = jax_core.jaxpr_as_fun(closed)
     return lambda: list(run())
+
+
+def _guard(value, taken):
+    if not isinstance(value, Tracer) or not jnp.issubdtype(value.dtype, jnp.inexact):
+        return value
+    return lax.select(jnp.broadcast_to(taken, jnp.shape(value)), value,
+                      lax.stop_gradient(value))
 
 
 def _strong_where_either(arrays, sig_t, sig_f):

@@ -283,3 +283,59 @@ def test_module_exports():
     # what generated code names through `ag__` are these very functions
     assert autograph.runtime.if_stmt is conditionals.if_stmt
     assert autograph.runtime.if_exp is conditionals.if_exp
+
+
+# ---------------------------------------------------------------------------
+# derivatives under vmap: the branch an element does not take
+
+
+def test_the_gradient_of_a_vmapped_branch_ignores_the_branch_an_element_does_not_take():
+    # under `vmap` with a batched condition both branches run on every element; the
+    # one an element does not take (`jnp.sqrt` of a negative number) must not reach
+    # its gradient (NaN). JAX guards a `cond` it batches itself, but not one inside a
+    # derivative rule that is linearized before it is batched, as loop forms are
+    # (`custom_jvp` rules, then `jax.grad(jax.vmap(...))`)
+    def branch(x):
+        def sqrt_of(x):
+            return (jnp.sqrt(x),)
+
+        def zero(x):
+            return (x * 0.0,)
+
+        return if_stmt(x > 0, sqrt_of, zero, (x,), names=("x",))[0]
+
+    def expression(x):
+        return if_exp(x > 0, lambda: jnp.log(x), lambda: -x)
+
+    def python_sqrt(x):
+        return jnp.sqrt(x) if x > 0 else x * 0.0
+
+    def python_log(x):
+        return jnp.log(x) if x > 0 else -x
+
+    def in_a_rule(fn):
+        ruled = jax.custom_jvp(fn)
+        ruled.defjvp(lambda primals, tangents: jax.jvp(fn, primals, tangents))
+        return ruled
+
+    xs = jnp.array([1.0, -2.5, 0.7, 0.0])
+    for fn, eager in ((branch, python_sqrt), (expression, python_log)):
+        want = [float(jax.grad(eager)(x)) for x in xs]
+        for form in (fn, in_a_rule(fn), jax.jit(in_a_rule(fn))):
+            batched = jax.grad(lambda v: jnp.sum(jax.vmap(form)(v)))(xs)  # noqa: B023
+            np.testing.assert_allclose(batched, want, rtol=1e-6)
+            np.testing.assert_allclose(jax.vmap(jax.grad(form))(xs), want, rtol=1e-6)
+            np.testing.assert_allclose(jnp.diagonal(jax.jacfwd(jax.vmap(form))(xs)), want,
+                                       rtol=1e-6)
+
+
+def test_a_branch_on_one_value_compiles_without_the_guard():
+    # where the condition is one value the branch not taken never runs: the guard is
+    # `select(p, x, x)`, which the compiled program no longer holds
+    def f(x):
+        return if_stmt(x > 0, lambda x: (jnp.sqrt(x),), lambda x: (x * 0.0,), (x,),
+                       names=("x",))[0]
+
+    compiled = jax.jit(f).lower(jnp.float32(1.0)).compile().as_text()
+    assert "select" not in compiled
+    assert float(jax.jit(f)(4.0)) == 2.0 and float(jax.jit(f)(-4.0)) == 0.0
