@@ -295,6 +295,29 @@ def test_grad_under_vmap_where_elements_stop_at_different_steps():
     np.testing.assert_allclose(function(targets), want_a, rtol=1e-5)
 
 
+def halving_above_one(x):
+    y = x
+    if x > 1.0:
+        while y > 0.1:
+            y = 0.5 * y * jnp.cos(0.1 * x)
+    else:
+        y = y * 3.0
+    return y * x
+
+
+def test_per_element_gradients_of_a_loop_inside_a_batched_branch():
+    # `vmap` of `grad`: the branch chooses between the loop's residuals (the states it
+    # kept, their schedule) and the other branch's per element, after differentiation
+    xs = jnp.array([0.5, 2.0, 9.0, 1.5])  # the other branch, 5, 7 and 4 steps
+    conv = autograph.convert(halving_above_one)
+    want = [jax.grad(halving_above_one)(x) for x in xs]
+    np.testing.assert_allclose(jax.jit(jax.vmap(jax.grad(conv)))(xs), want, rtol=1e-5)
+    np.testing.assert_allclose(jax.grad(lambda v: jnp.sum(jax.vmap(conv)(v)))(xs), want,
+                               rtol=1e-5)
+    want2 = [jax.grad(jax.grad(halving_above_one))(x) for x in xs]
+    np.testing.assert_allclose(jax.vmap(jax.hessian(conv))(xs), want2, rtol=1e-4)
+
+
 def nested(x, a):
     while x < 20.0:
         y = x

@@ -894,8 +894,23 @@ def _batch(args, dims, *, loop: _Spec, form: Form, lanes: int, tbatch: tuple[int
     lead = len(tbatch)
     params = dict(loop=loop, form=form, diff=diff, diff2=diff2)
     if any(d is not None for d in k_dims[-2:]):
-        # the sweep of a batched loop keeps one schedule for the batch
-        raise NotImplementedError("the steps a batched loop kept differ between elements")
+        # The sweep of a batched loop keeps one schedule for the batch; a schedule
+        # batched here came through something that chose between it and another
+        # value per element (a staged `if` around the loop, batched after it was
+        # differentiated, selects its residuals). Each element's backward pass then
+        # runs with its own schedule, one element after another, as a batch of one
+        # (its steps masked: the schedule may be the batch's, longer than its own).
+        schedule = {len(consts) + len(arrays) + len(kept) - k for k in (1, 2)}
+
+        def one(xs):
+            inner = [None if j in schedule else 0 for j in range(len(xs))]
+            out, at = _batch([x if d is None else x[None] for x, d in zip(xs, inner)],
+                             inner, loop=loop, form=form, lanes=lanes, tbatch=tbatch,
+                             diff=diff, diff2=diff2)
+            return [o if d is None else jnp.squeeze(o, d) for o, d in zip(out, at)]
+
+        out = lax.map(one, [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)])
+        return out, [0] * len(out)
     if all(d is None for d in c_dims + a_dims):
         # only the tangents (cotangents) are batched: one more tbatch dimension
         if any(d is not None for d in k_dims):
