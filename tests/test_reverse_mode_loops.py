@@ -476,3 +476,23 @@ def _unbounded_with(a):
             x = x * a + jnp.sin(x)
         return x
     return f
+
+
+def grow_past_ten(x):
+    while x < 10.0:
+        x = x * 1.5
+    return x
+
+
+def test_the_derivative_of_a_python_float_is_weakly_typed_as_eagerly():
+    # `jax.grad` of a Python float gives a weak float: `g * jnp.float16(1)` stays float16
+    want = jax.grad(grow_past_ten)(1.0)
+    assert want.weak_type
+    conv = autograph.convert(grow_past_ten)
+    for run in (jax.grad(conv), jax.jit(jax.grad(conv)), jax.jit(jax.hessian(conv))):
+        got = run(1.0)
+        assert got.weak_type
+        assert (got * jnp.float16(1)).dtype == jnp.float16
+    np.testing.assert_allclose(jax.jit(jax.grad(conv))(1.0), want)
+    # a strong float stays strong
+    assert not jax.jit(jax.grad(conv))(jnp.float32(1.0)).weak_type

@@ -661,10 +661,11 @@ def _abstract_eval(*avals, loop: _Spec, form: Form, lanes: int, tbatch: tuple[in
         slots = loop.checkpoints + 1
         return (list(arrays) + [a.update(shape=(slots,) + a.shape) for a in arrays]
                 + [ShapedArray((slots,), jnp.int32), ShapedArray((), jnp.int32)])
-    out = [a.update(weak_type=False) for a in lin[:len(loop.floats)]]
+    # (co)tangents are weakly typed where their arrays are, as JAX's are: the
+    # derivative of a function of a Python float is a weak float, as eagerly
+    out = [a.update(weak_type=arrays[i].weak_type) for a, i in zip(lin, loop.floats)]
     if form in (Form.COTANGENT, Form.SECOND):
-        out += [consts[i].update(shape=tbatch + consts[i].shape, weak_type=False)
-                for i in diff]
+        out += [consts[i].update(shape=tbatch + consts[i].shape) for i in diff]
     return out
 
 
