@@ -34,6 +34,7 @@ from autograph.converters import (
     raise_statements,
     return_statements,
     truth_tests,
+    try_handlers,
     try_statements,
     undefined_reads,
     walrus_operands,
@@ -73,6 +74,9 @@ PASSES = (
                               # the names it binds or moves its blocks
     nested_declarations,      # `global`/`nonlocal` in a block -> the top of the function,
                               # whose whole body they apply to; before any pass moves blocks
+    try_handlers,             # a `try` body runs knowing what its handlers catch (a traced
+                              # `if` there raises as under `jax.jit` where they catch that);
+                              # before finally_jumps makes `try` statements of its own
     finally_jumps,            # a `try` whose `finally:` jumps catches what is in flight and
                               # runs that block after it; before index_uses sees the handler
                               # (one that would catch tracing errors) and raise_statements

@@ -10,6 +10,7 @@ import operator  # generated code names comparisons and in-place operators by th
 from .branches.conditionals import if_exp, if_stmt
 from .branches.logical import and_, not_, or_
 from .core.constructs import Construct
+from .core.handlers import handled_by
 from .core.values import Undefined, UndefinedReturn, ld, outer_assigned
 from .functions import calls
 from .functions.calls import converted_call
@@ -46,7 +47,7 @@ __all__ = [
     "setitem", "setitem_attr", "fstring", "str_", "repr_", "format_", "str_format",
     "percent_format", "Construct",
     "is_sequence", "item_from_end", "sequence_rest", "is_mapping", "mapping_rest",
-    "has_match_attrs", "match_attr", "misplaced_loop_options",
+    "has_match_attrs", "match_attr", "misplaced_loop_options", "handled_by",
 ]
 
 # Built-ins reached as values (`fn = range; fn(n)`) run as if written literally;

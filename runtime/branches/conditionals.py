@@ -16,7 +16,7 @@ from autograph import errors, jax_internals
 from ..carried import attributes, in_place, objects
 from ..carried import state as st
 from ..carried.outside import OuterState
-from ..core import intervals, key_order, run_time_errors
+from ..core import handlers, intervals, key_order, run_time_errors
 from ..core.conditions import condition
 from ..core.constructs import Construct
 from ..core.host_callbacks import check as check_on_host
@@ -90,6 +90,11 @@ def if_stmt(pred: Any, true_fn: Callable[..., Sequence[Any]],
         if false_fn is not None:
             return tuple(false_fn(*init))
         return tuple(init[:len(names)])
+    return handlers.staged(c, lambda: _traced_if(
+        c, true_fn, false_fn, init, names, exits, returns, dead))
+
+
+def _traced_if(c, true_fn, false_fn, init, names, exits, returns, dead) -> tuple:
     init, names, exits = tuple(init), errors.returning(tuple(names), returns), tuple(exits)
     lifted = objects.lift(init, (true_fn, false_fn), Construct.IF)
     if lifted is not None:  # Flax objects a branch updates: carried, written back
@@ -175,11 +180,15 @@ def if_exp(pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], A
     c = condition(pred, "a conditional expression")
     if not is_traced(c):
         return true_thunk() if c else false_thunk()
-    outside = OuterState((true_thunk, false_thunk))
-    (out,) = _staged(c, lambda: (true_thunk(),), lambda: (false_thunk(),), (),
-                     ("the value of the conditional expression",))
-    _refuse_outside_changes(outside)
-    return out
+
+    def staged():
+        outside = OuterState((true_thunk, false_thunk))
+        (out,) = _staged(c, lambda: (true_thunk(),), lambda: (false_thunk(),), (),
+                         ("the value of the conditional expression",))
+        _refuse_outside_changes(outside)
+        return out
+
+    return handlers.staged(c, staged)
 
 
 def _run(fn, init, n, kept: set | None = None, updated: set | None = None):

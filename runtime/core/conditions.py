@@ -8,6 +8,7 @@ import numpy as np
 
 from autograph import errors, jax_internals
 
+from . import handlers
 from .values import Tracer, is_undefined, raise_undefined
 
 # asking is cheaper than failing: `bool()` of a tracer builds a long error
@@ -29,7 +30,19 @@ def condition(pred, construct: str):
     if not isinstance(pred, Tracer):
         return pred
     shape = np.shape(pred)
+    if handlers.catching(jax.errors.TracerBoolConversionError) and not _is_concrete(pred):
+        # an `except` around it catches what plain `jax.jit` raises here
+        handlers.warn_caught(f"the condition of {construct}")
+        handlers.raise_as_jit(pred)
     if int(np.prod(shape)) != 1:
+        if handlers.active() and not _is_concrete(pred):
+            # JAX's error there (a `ValueError`) or autograph's: an `except` around it
+            # that catches either sees JAX's, from autograph's
+            jit_error = handlers.jit_error(pred)
+            if handlers.catching(type(jit_error)) or handlers.catching(errors.ConditionError):
+                raise jit_error from errors.ConditionError(
+                    f"the condition of {construct} must be a single value",
+                    observed=f"the condition is an array of shape {shape}")
         raise errors.ConditionError(
             f"the condition of {construct} must be a single value",
             observed=f"the condition is an array of shape {shape}",

@@ -52,7 +52,7 @@ from ..carried import attributes, objects
 from ..carried.carry import Carry, KeyOrderError, infer_undefined, prepare_state
 from ..carried.in_place import InPlace
 from ..carried.outside import OuterState
-from ..core import intervals, run_time_errors
+from ..core import handlers, intervals, run_time_errors
 from ..core.conditions import condition
 from ..core.constructs import Construct
 from ..core.values import (
@@ -228,60 +228,68 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Sequence[Any]],
     while True:
         c = condition(test(*state), "a `while` loop")
         if is_traced(c):
-            _refuse_python_numbers(python_state, state, names, (test, body))
-            trips = None if bound is None else _bounded_trips(bound, state)
-            if trips is None and bound is not None and is_traced(state[bound.position]):
-                trips = first_trips
-            maximum = options.maximum_iterations
-            if is_traced(maximum):
-                raise errors.LoopOptionsError(
-                    "a staged `while` loop takes `set_loop_options(maximum_iterations=...)` "
-                    "as a Python int", observed="`maximum_iterations` is a traced array, and "
-                    "it sizes the loop's compiled form",
-                    fix="pass a Python int (a static argument of `jax.jit`, or a constant); "
-                        "for a bound known only when the program runs, test it in the loop's "
-                        "condition (`while i < n and ...`)")
-            if maximum is not None and ran:
-                if ran >= maximum:
-                    return state
-                maximum -= ran
-            plan = plan_while(maximum_iterations=maximum,
-                              checkpoints=options.checkpoints,
-                              checkpoint_memory=options.checkpoint_memory, counter_trips=trips)
-            # a count from the counter: its limit must hold while the body runs
-            limit = bound.limit() if bound is not None and plan.test_bounds else None
-            lifted = objects.lift(state, (test, body), Construct.WHILE)
-            outside = None
-            if lifted is not None:  # Flax objects the body updates: carried, written back
-                out = lifted.finish(_staged_while(
-                    lifted.wrap(test, returns_state=False), lifted.wrap(body),
-                    lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), plan))
-            else:
-                # attributes the body assigns on the objects it reaches: carried, set after
-                attrs = attributes.find(state, (test, body), names, Construct.WHILE)
-                outside = OuterState((test, body), state, names + tuple(dead),
-                                     owned=frozenset() if attrs is None else attrs.ids())
-                out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_while(
-                    wrap(test, returns_state=False), wrap(body), values, labels, plan),
-                    state, names)
-            if bound is not None and limit is not None and _limit_changed(bound.limit(), limit):
-                raise errors.LoopStateError(
-                    "the limit of a loop's counter must not change inside the loop",
-                    observed=f"`{names[bound.position]} {_SYMBOLS[bound.op]} ...` bounds the loop, "
-                             f"and its limit "
-                             f"changed from {limit} to {_describe_limit(bound.limit())} while "
-                             f"the body ran",
-                    variable=names[bound.position],
-                    fix="compute the limit before the loop, in a variable the body keeps")
-            changed = None if outside is None else outside.changed()
-            if outside is not None and changed is not None:
-                outside.restore()  # its trip count is traced: Python cannot run it
-                raise _changes_outside(Construct.WHILE, changed)
-            return out
+            return handlers.staged(c, lambda: _traced_while(
+                c, test, body, state, names, options, bound, first_trips, ran, python_state,
+                dead))
         if not c:
             return state
         state = tuple(body(*state))
         ran += 1
+
+
+def _traced_while(c, test, body, state, names, options, bound, first_trips, ran,
+                  python_state, dead):
+    """The `while` loop from its first traced test ``c`` on, as ``lax.while_loop``."""
+    _refuse_python_numbers(python_state, state, names, (test, body))
+    trips = None if bound is None else _bounded_trips(bound, state)
+    if trips is None and bound is not None and is_traced(state[bound.position]):
+        trips = first_trips
+    maximum = options.maximum_iterations
+    if is_traced(maximum):
+        raise errors.LoopOptionsError(
+            "a staged `while` loop takes `set_loop_options(maximum_iterations=...)` "
+            "as a Python int", observed="`maximum_iterations` is a traced array, and "
+            "it sizes the loop's compiled form",
+            fix="pass a Python int (a static argument of `jax.jit`, or a constant); "
+                "for a bound known only when the program runs, test it in the loop's "
+                "condition (`while i < n and ...`)")
+    if maximum is not None and ran:
+        if ran >= maximum:
+            return state
+        maximum -= ran
+    plan = plan_while(maximum_iterations=maximum,
+                      checkpoints=options.checkpoints,
+                      checkpoint_memory=options.checkpoint_memory, counter_trips=trips)
+    # a count from the counter: its limit must hold while the body runs
+    limit = bound.limit() if bound is not None and plan.test_bounds else None
+    lifted = objects.lift(state, (test, body), Construct.WHILE)
+    outside = None
+    if lifted is not None:  # Flax objects the body updates: carried, written back
+        out = lifted.finish(_staged_while(
+            lifted.wrap(test, returns_state=False), lifted.wrap(body),
+            lifted.tokens(state) + (lifted.state,), names + (objects.OBJECTS,), plan))
+    else:
+        # attributes the body assigns on the objects it reaches: carried, set after
+        attrs = attributes.find(state, (test, body), names, Construct.WHILE)
+        outside = OuterState((test, body), state, names + tuple(dead),
+                             owned=frozenset() if attrs is None else attrs.ids())
+        out = attributes.carrying(attrs, lambda wrap, values, labels: _staged_while(
+            wrap(test, returns_state=False), wrap(body), values, labels, plan),
+            state, names)
+    if bound is not None and limit is not None and _limit_changed(bound.limit(), limit):
+        raise errors.LoopStateError(
+            "the limit of a loop's counter must not change inside the loop",
+            observed=f"`{names[bound.position]} {_SYMBOLS[bound.op]} ...` bounds the loop, "
+                     f"and its limit "
+                     f"changed from {limit} to {_describe_limit(bound.limit())} while "
+                     f"the body ran",
+            variable=names[bound.position],
+            fix="compute the limit before the loop, in a variable the body keeps")
+    changed = None if outside is None else outside.changed()
+    if outside is not None and changed is not None:
+        outside.restore()  # its trip count is traced: Python cannot run it
+        raise _changes_outside(Construct.WHILE, changed)
+    return out
 
 
 def _refuse_python_numbers(uses, state, names, fns) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from autograph import errors
 
 from ..carried import state as st
+from ..core import handlers
 from ..core.values import Tracer, is_array
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -201,6 +202,10 @@ def range_(*args: Any) -> range | TracedRange:
         args = tuple(jnp.asarray(a) if _symbolic(a) else a for a in args)
     if not any(isinstance(a, Tracer) for a in args):
         return range(*args)  # Python's own semantics and errors (`range(2.5)`)
+    if handlers.catching(jax.errors.TracerIntegerConversionError):
+        # an `except` around it catches what `range` of a tracer raises under `jax.jit`
+        handlers.warn_caught("a bound of `range`", "TracerIntegerConversionError")
+        return range(*args)
     step: Any  # a Python int, or a traced value (rejected below)
     if len(args) == 1:
         start, stop, step = 0, args[0], 1

@@ -9,12 +9,13 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from autograph import errors
 
-from ..core import host_callbacks, run_time_errors
+from ..core import handlers, host_callbacks, run_time_errors
 from ..core.values import Tracer, any_traced, branch_guard, is_staging, is_traced
 from . import strings
 from .strings import FString
@@ -144,6 +145,10 @@ def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
             raise raised(AssertionError(str(message_thunk())) if message_thunk
                          else AssertionError())
         return
+    if handlers.catching(jax.errors.TracerBoolConversionError):
+        # an `except` around it catches what plain `jax.jit` raises here
+        handlers.warn_caught("the condition of an `assert`")
+        handlers.raise_as_jit(test)
     fields = ()
     loc = errors.current_location()
     if message_thunk is None:

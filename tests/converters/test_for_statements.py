@@ -318,16 +318,17 @@ def test_golden_a_loop_in_a_try_updates_what_it_carries_in_place():
         def f(x):
             i = ag__.Undefined('i')
             try:
-                def loop_body(i, x_1):
-                    nonlocal x
-                    x = x_1
-                    x = x + 1.0
-                    def if_true():
-                        raise ag__.raised(ValueError(ag__.ld(i)), in_try=True)
-                        return ()
-                    ag__.if_stmt(ag__.ld(i) == 1, if_true, None, (), names=())
-                    return (x,)
-                (x,) = ag__.for_stmt(ag__.range_(3), loop_body, (x,), names=('x',))
+                with ag__.handled_by(lambda: (ValueError,)):
+                    def loop_body(i, x_1):
+                        nonlocal x
+                        x = x_1
+                        x = x + 1.0
+                        def if_true():
+                            raise ag__.raised(ValueError(ag__.ld(i)), in_try=True)
+                            return ()
+                        ag__.if_stmt(ag__.ld(i) == 1, if_true, None, (), names=())
+                        return (x,)
+                    (x,) = ag__.for_stmt(ag__.range_(3), loop_body, (x,), names=('x',))
             except ValueError:
                 x = x * 10.0
             return x
