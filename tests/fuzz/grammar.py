@@ -30,7 +30,8 @@ float32[3] vector ``v`` and a small int32 ``n`` (0..4), built from
   ``@autograph.function`` (any body), or plain or ``@jax.jit`` (straight-line
   bodies, which plain Python can trace), called from ``f`` directly and
   through ``jax.grad``, ``jax.value_and_grad``, ``jax.vmap``, ``jax.jit``,
-  ``jax.checkpoint``, ``jax.vmap(jax.grad(h))`` and ``jax.grad(jax.grad(h))``;
+  ``jax.checkpoint``, ``jax.vmap(jax.grad(h))``, ``jax.grad(jax.grad(h))`` and
+  the gradient of a vmapped helper's sum;
 * ``python`` statements and atoms (``tests/fuzz/python_values.py``): long
   static loops whose index is used as a Python value, small-dtype variables
   started from Python numbers, dicts, aliased lists, a helper that appends to
@@ -454,9 +455,10 @@ class Generator:
         # a plain helper with control flow on its argument is called directly only:
         # plain Python cannot trace it, so plain `jax.jit` would fail too
         forms = ["direct", "grad", "value_and_grad", "jit", "checkpoint", "vmap_grad",
-                 "grad_grad"]
-        weights = ([3, 2, 1, 1, 0.7, 0.6, 0 if self.legacy else 0.5] if kind != "plain_if"
-                   else [1, 0, 0, 0, 0, 0, 0])
+                 "grad_grad", "grad_vmap"]
+        weights = ([3, 2, 1, 1, 0.7, 0.6, 0 if self.legacy else 0.5,
+                    0 if self.legacy else 0.5] if kind != "plain_if"
+                   else [1, 0, 0, 0, 0, 0, 0, 0])
         form = ch.pick(forms, weights)
         args = self._helper_args(env, d)
         if form == "direct":
@@ -471,6 +473,11 @@ class Generator:
             return f"jax.checkpoint({name})({args})"
         if form == "grad_grad":  # reverse over reverse, through the helper's loops too
             return f"jax.grad(jax.grad({name}))({args})"
+        if form == "grad_vmap":  # a gradient of a batch: each element's branches and loops
+            # run with the batch's, batched after they are differentiated
+            rest = f"{self.vatom(env)}, {self.iatom(env)}"
+            return (f"jax.grad(lambda u: jax.vmap({name}, in_axes=(0, None, None))"
+                    f"(u, {rest}).sum())({self.vexpr(env, max(d, 0))}).{ch.pick(['sum', 'max'])}()")
         vec = self.vexpr(env, max(d, 0))
         return (f"jax.vmap(jax.grad({name}), in_axes=(0, None, None))"
                 f"({self._helper_args(env, d, first=vec)}).{ch.pick(['sum', 'max'])}()")
