@@ -50,10 +50,10 @@ def set_loop_options(*, maximum_iterations: int | None = None,
     and for loops that run in Python, the call does nothing but check its
     options.
 
-    An option it does not take (``max_iterations=``), a negative bound, and a
-    call that configures nothing (one in a ``for`` body, or not the first
-    statement of a ``while`` body) are each a :class:`LoopOptionsError`
-    naming the option and the line.
+    An option it does not take (``max_iterations=``) and a negative bound are
+    each a :class:`LoopOptionsError` naming the option and the line. A call
+    that configures nothing (one in a ``for`` body, or not the first statement
+    of a ``while`` body) does nothing, as outside converted code, and warns.
 
     Args:
       maximum_iterations: the most iterations the loop may run (0 or more).

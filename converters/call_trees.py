@@ -23,7 +23,7 @@ error ``int(x)`` of a traced ``x`` raises while tracing, as under plain
 spelling: found by what the name refers to, see ``directive_calls``) stay as
 written, for the loop passes to read, except one that configures no loop (in a
 ``for`` body, or not leading a ``while`` body): it becomes
-``ag__.misplaced_loop_options(reason, ...)``, which raises ``LoopOptionsError``
+``ag__.misplaced_loop_options(reason, ...)``, which checks its options and warns
 when it runs. ``super()`` gets its explicit form,
 since converted code is not compiled inside the class.
 """

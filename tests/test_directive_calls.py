@@ -142,18 +142,41 @@ def test_read_from_a_file_without_the_import():
     assert "opts=" not in got
 
 
-def test_misplaced_directive_is_an_error_where_it_runs_in_every_spelling():
+def test_misplaced_directive_does_nothing_and_warns_where_it_runs_in_every_spelling():
+    # as the plain call does (under plain `jax.jit` too): adding the decorator
+    # turns no working program into an error
     def late(x):
         while x < 100.0:
             x = x * 1.5
             slo(maximum_iterations=10)
         return x
 
+    def in_a_for(x):
+        for _ in range(3):
+            ag.set_loop_options(maximum_iterations=2)
+            x = x * 2.0
+        return x
+
     assert "ag__.misplaced_loop_options(" in autograph.to_code(late)
-    with pytest.raises(errors.LoopOptionsError, match="not the first statement") as info:
-        jax.jit(autograph.convert(late))(1.0)
-    assert "test_directive_calls.py" in str(info.value)
-    assert "slo(maximum_iterations=10)" in str(info.value)
+    with pytest.warns(UserWarning, match="not the first statement") as info:
+        got = jax.jit(autograph.convert(late))(1.0)
+    assert float(got) == float(late(1.0))  # it limits nothing: the loop takes its 12 steps
+    message = str(info[0].message)
+    assert "test_directive_calls.py" in message and "configures no loop" in message
+    with pytest.warns(UserWarning, match="a `for` loop"):
+        assert float(jax.jit(autograph.convert(in_a_for))(1.0)) == float(
+            jax.jit(in_a_for)(1.0)) == 8.0
+    # its options are still checked, as the plain call checks them
+    def misspelt(x):
+        for _ in range(3):
+            slo(max_iterations=2)
+            x = x * 2.0
+        return x
+
+    with pytest.raises(errors.LoopOptionsError):
+        jax.jit(misspelt)(1.0)
+    with pytest.raises(errors.LoopOptionsError):
+        jax.jit(autograph.convert(misspelt))(1.0)
 
 
 def test_resolver_follows_modules_only():

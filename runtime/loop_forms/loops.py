@@ -147,13 +147,15 @@ def _names_the_return_value(loop):
 
 
 def misplaced_loop_options(reason: str, *args: Any, **options: Any) -> None:
-    """A ``set_loop_options(...)`` call that configures no loop: raises
-    ``LoopOptionsError`` with ``reason``, at the user's line."""
-    raise errors.LoopOptionsError(
-        "`set_loop_options` configures the `while` loop whose body it starts",
-        observed=reason,
-        fix="make it the first statement of the body of the `while` loop it is for, or "
-            "remove it")
+    """A ``set_loop_options(...)`` call that configures no loop: it checks its options
+    and does nothing, as outside converted code (under plain ``jax.jit`` too), and
+    warns, with ``reason``, at the user's line."""
+    from autograph import directives
+    directives.set_loop_options(*args, **options)
+    errors.warn(
+        f"{errors.here()}this `set_loop_options` configures no loop: {reason}; it does "
+        f"nothing here (make it the first statement of the body of the `while` loop it is "
+        f"for, or remove it)")
 
 
 @_names_the_return_value
