@@ -439,6 +439,23 @@ def _factorial(n):
 def test_a_function_calling_itself_with_a_traced_stopping_condition_says_so():
     assert _factorial(5) == 120  # Python values: Python's recursion, in one trace
     assert _factorial.experimental_get_tracing_count() == 1
-    with pytest.raises(autograph.ConversionError, match="a recursive call whose stopping "
-                                                        "condition depends on arrays"):
+    with pytest.raises(autograph.ConversionError, match="if its stopping condition depends "
+                                                        "on arrays, it never stops"):
         _factorial(jnp.array(5))  # was JAX's "RecursionError: Recursively calling <weakref"
+
+
+def _doubling(x, n):
+    if n == 0:
+        return x
+    if x > 1000:
+        return x
+    return _doubling(x * 2, n - 1)
+
+
+def test_a_recursion_python_stops_first_is_said_once_where_it_started():
+    # a traced `n`: Python's recursion limit comes before autograph's count of levels
+    with pytest.raises(autograph.ConversionError, match="Python's recursion limit") as info:
+        jax.jit(autograph.convert(_doubling))(jnp.float32(1.0), 30)
+    assert "_doubling" in str(info.value) and len(str(info.value)) < 2000
+    # a Python `n`: followed as deep as it goes within the limit of levels
+    assert float(jax.jit(autograph.convert(_doubling), static_argnums=1)(1.0, 20)) == 1024.0

@@ -391,23 +391,38 @@ def converted_call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         depths = _active.depths = {}
     key = id(target)
     depth = depths.get(key, 0)
+    name = getattr(f, "__qualname__", getattr(f, "__name__", repr(f)))
     if depth >= RECURSION_LIMIT:
-        name = getattr(f, "__qualname__", getattr(f, "__name__", repr(f)))
-        raise errors.ConversionError(
-            "a recursive call whose stopping condition depends on arrays never stops when "
-            "staged",
-            observed=f"`{name}` called itself {depth} levels deep inside its own staged "
-                     f"branches; both branches of a staged `if` are traced, so each level "
-                     f"makes the recursive call again",
-            variable=name,
-            fix="write the recursion as a `while` loop carrying the accumulated value, or make "
-                "the stopping condition a Python value (e.g. a static argument)",
-            location=errors.current_location())
+        raise _too_deep(name, depth, errors.current_location())
     depths[key] = depth + 1
     try:
         return target(*args, **kwargs)
+    except RecursionError as e:
+        # Python's own limit, met first (each level of converted code takes several
+        # Python frames): said once, where the recursion started, with room to say it
+        if depth != 0 or depths.get(key, 0) != 1:
+            raise
+        raise _too_deep(name, None, errors.current_location()) from e
     finally:
         depths[key] = depth
+
+
+def _too_deep(name: str, depth: int | None, location) -> errors.ConversionError:
+    how = (f"{depth} levels deep" if depth is not None
+           else "until Python's recursion limit stopped it")
+    return errors.ConversionError(
+        "a recursive call with array arguments inside its own staged branches went "
+        "deeper than autograph follows",
+        observed=f"`{name}` called itself {how} inside its own staged branches (with "
+                 f"array arguments); if its stopping condition depends on arrays, it never "
+                 f"stops when staged: both branches of a staged `if` are traced, so each "
+                 f"level makes the recursive call again",
+        variable=name,
+        fix=f"write the recursion as a `while` loop carrying the accumulated value, or make "
+            f"the stopping condition a Python value (e.g. a static argument); a recursion "
+            f"with a Python stopping condition is followed {RECURSION_LIMIT} levels deep "
+            f"inside staged branches",
+        location=location)
 
 
 # JAX's errors for a traced value used as a Python one (`if x > 0:` on a tracer)
