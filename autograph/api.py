@@ -6,6 +6,7 @@ import contextlib
 import contextvars
 import functools
 import gc
+import inspect
 import os
 import sys
 import threading
@@ -237,6 +238,13 @@ def _unconverted(fn: types.FunctionType, error: errors.ConversionError, strict: 
     """
     if _strict(strict):
         raise errors.fresh(error) from None  # (not chained to the caller's own copy)
+    if once and fn.__code__.co_flags & inspect.CO_GENERATOR:
+        # a generator that converted code calls runs a step at a time, as its consumer
+        # asks: as written, as under plain `jax.jit` (a `@contextlib.contextmanager`, a
+        # helper that yields items), with nothing to say unless it meets a traced value
+        # (then JAX's error is noted with it, see `calls.note_unconverted_callee`);
+        # `convert(gen)` itself still says it converts nothing
+        return fn
     refusal = _REFUSED.get(fn.__code__)
     if once and refusal is not None:
         if refusal.warned:

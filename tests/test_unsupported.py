@@ -2,6 +2,7 @@
 construct and its line; ``strict=True`` (or ``AUTOGRAPH_STRICT=1``) and ``to_code``
 raise the ConversionError instead."""
 
+import contextlib
 import functools
 import inspect
 import warnings
@@ -138,16 +139,46 @@ def test_a_callee_runs_unconverted_with_one_warning_for_all_its_calls():
 
 
 def test_a_callee_refused_in_a_strict_caller_only_warns_elsewhere():
-    def helper(x):
-        yield x
+    def helper(ag__):
+        return [ag__]
 
     def caller(x):
-        return list(helper(x))
+        return helper(x)
 
+    with pytest.raises(errors.ConversionError, match="`ag__`"):
+        autograph.convert(caller, strict=True)(1.0)
+    with pytest.warns(UserWarning, match="`ag__`"):
+        assert autograph.convert(caller)(1.0) == [1.0]
+
+
+def test_a_generator_converted_code_calls_runs_as_written_without_a_warning():
+    # as under plain `jax.jit`: a context manager made by `contextlib`, a helper that
+    # yields; strict, it is still refused
+    @contextlib.contextmanager
+    def tagged(log):
+        log.append("enter")
+        yield
+        log.append("exit")
+
+    def items(x):
+        yield x
+        yield x * 2
+
+    def caller(x):
+        log = []
+        with tagged(log):
+            total = sum(items(x))
+        if total > 3:  # converted
+            total = total - 3
+        return total, len(log)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x in (2.0, 0.5):
+            total, n = jax.jit(autograph.convert(caller))(x)
+            assert float(total) == caller(x)[0] and int(n) == 2
     with pytest.raises(errors.ConversionError, match="`yield`"):
         autograph.convert(caller, strict=True)(1.0)
-    with pytest.warns(UserWarning, match="`yield`"):
-        assert autograph.convert(caller)(1.0) == [1.0]
 
 
 def one_branch_only(x):

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import inspect
 import itertools
 import os
 import sys
@@ -483,12 +484,18 @@ def note_unconverted_callee(error: BaseException) -> None:
     who = "a lambda" if lam else f"`{code.co_qualname}`"
     by = f"the library `{library}` called it" if library else \
         "a library or built-in (such as `map` or `functools.reduce`) called it"
+    at = f"{os.path.basename(code.co_filename)}:{user.tb_lineno}"
+    if code.co_flags & inspect.CO_GENERATOR:
+        note = (f"autograph: {who} ({at}) is a generator, which runs as written (a step "
+                f"at a time, as its consumer asks), as under plain `jax.jit`: control flow "
+                f"on a traced value there is Python's. Choose with `jnp.where`, or move "
+                f"the `if`/`while` out of the generator into the converted function")
+    else:
+        note = (f"autograph: {who} ({at}) ran unconverted: {by}, and only the functions "
+                f"converted code calls are converted. Hand it a converted function: "
+                f"`autograph.convert({'fn' if lam else code.co_name})`")
     try:
-        error.add_note(
-            f"autograph: {who} ({os.path.basename(code.co_filename)}:{user.tb_lineno}) ran "
-            f"unconverted: {by}, and only the functions converted code calls are "
-            f"converted. Hand it a converted function: "
-            f"`autograph.convert({'fn' if lam else code.co_name})`")
+        error.add_note(note)
         setattr(error, _NOTED_CALLEE, True)
     except (AttributeError, TypeError):  # pragma: no cover - an exception with __slots__
         pass
