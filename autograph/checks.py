@@ -18,10 +18,16 @@ _CONTROL_FLOW = (gast.If, gast.For, gast.While, gast.Return, gast.Break, gast.Co
                  gast.Match)
 
 
+# built-ins that read the calling frame's variables, each with how many arguments it
+# takes while it still reads them (`eval(s)`, not `eval(s, env)`)
+_FRAME_READERS = {"locals": 0, "vars": 0, "dir": 0, "eval": 1, "exec": 1}
+
+
 class _Checker(gast.NodeVisitor):
-    def __init__(self, filename: str, directives: Resolver):
+    def __init__(self, filename: str, directives: Resolver, bound: frozenset = frozenset()):
         self.filename = filename
         self.directives = directives
+        self.bound = bound  # names the function binds: a local `eval` is not the built-in
         self.lifted: set[int] = set()  # the `and`/`or` that `walrus_operands` lifts
 
     def _reject(self, node, rule: str, fix: str, observed: str | None = None):
@@ -116,6 +122,7 @@ class _Checker(gast.NodeVisitor):
                 and self.directives.of(stmt.value.func) is Directive.LOOP_OPTIONS)
 
     def visit_Call(self, node):
+        self._frame_reader(node)
         if (self.directives.of(node.func) is Directive.LOOP_OPTIONS
                 and not anno.has(node, Anno.MISPLACED_OPTIONS)):
             # converted all the same: the call raises when it runs (see `call_trees`)
@@ -124,6 +131,23 @@ class _Checker(gast.NodeVisitor):
                      "loop (it applies to every iteration: it cannot sit inside an `if` or "
                      "after other statements)")
         self.generic_visit(node)
+
+    def _frame_reader(self, node):
+        # `locals()`, `vars()`, `dir()`, `eval(s)`, `exec(s)`: they read the running
+        # function's own variables, which in converted code are those of the generated
+        # functions each block becomes (and `ag__`)
+        func = node.func
+        if not isinstance(func, gast.Name) or func.id not in _FRAME_READERS:
+            return
+        if func.id in self.bound or len(node.args) + len(node.keywords) > _FRAME_READERS[func.id]:
+            return  # another function of that name, or given the variables to read
+        self._reject(
+            node, f"`{func.id}()` of the function's own variables is not supported in "
+                  f"converted functions",
+            "pass the values it needs explicitly (a dict, arguments), or mark the function "
+            "`@autograph.do_not_convert`",
+            observed=f"converted, each block runs as a function of its own, so `{func.id}` "
+                     f"would see the generated functions' variables, not the ones you wrote")
 
     def _lifted(self, expr):
         # an `and`/`or` that is a statement's whole value or an `if` test (under any
@@ -227,7 +251,10 @@ def check(node: gast.FunctionDef, filename: str, directives: Resolver | None = N
     ``directives`` tells which calls are ``set_loop_options`` (by default,
     found in ``node`` alone, as for a function read from a file).
     """
-    checker = _Checker(filename, directives if directives is not None else Resolver(node))
+    bound = frozenset(n.id for n in activity.walk(node) if isinstance(n, gast.Name)
+                      and isinstance(n.ctx, (gast.Store, gast.Param)))
+    checker = _Checker(filename, directives if directives is not None else Resolver(node),
+                       bound | activity.param_names(node.args))
     if isinstance(node, gast.AsyncFunctionDef):
         checker.visit_AsyncFunctionDef(node)
     checker.visit(node.args)  # (a parameter named `ag__`)

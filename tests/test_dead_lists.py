@@ -193,7 +193,7 @@ def _bound_in_a_branch(x, fresh):
 
 
 FOOLING = [_returned, _aliased, _read_in_the_body, _length_after, _handed_to_a_helper,
-           _read_by_a_closure, _through_locals, _grown_in_place]
+           _read_by_a_closure, _grown_in_place]
 
 
 @pytest.mark.parametrize("fn", FOOLING, ids=lambda f: f.__name__)
@@ -204,6 +204,14 @@ def test_a_list_read_anywhere_stays_carried(fn):
     with pytest.raises(errors.LoopStateError):
         jax.jit(autograph.convert(fn))(jnp.float32(10.0))
     _STORE.clear()
+
+
+def test_a_list_reached_through_locals_is_read():
+    # (a function reading its own frame is not converted at all: see test_unsupported)
+    tree = gast.parse(textwrap.dedent(inspect.getsource(_through_locals))).body[0]
+    assert dead_lists.write_only_lists(tree) == frozenset()
+    with pytest.raises(errors.ConversionError, match="`locals\\(\\)`"):
+        autograph.to_code(_through_locals)
 
 
 def test_a_list_the_python_loop_fills_is_whole():

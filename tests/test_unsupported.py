@@ -46,8 +46,22 @@ def named_like_the_runtime(ag__):
     return -ag__
 
 
+def reads_its_locals(x):
+    if x > 0:
+        y = x
+    else:
+        y = -x
+    return locals()["y"]
+
+
+def evaluates_a_string(x):
+    return eval("x + 1")
+
+
 CASES = [
     (named_like_the_runtime, "`ag__`", "def named_like_the_runtime"),
+    (reads_its_locals, "`locals()`", 'return locals()["y"]'),
+    (evaluates_a_string, "`eval()`", 'return eval("x + 1")'),
     (gen, "`yield`", "yield y"),
     (gen_from, "`yield`", "yield from"),
     (walrus_in_while_test, "`:=` in the condition of a `while` loop with an `else:`",
@@ -239,3 +253,28 @@ def nested_def_with_if_in_try(x):
 def test_accepted_neighbours(fn, args):
     autograph.to_code(fn)
     assert autograph.convert(fn)(*args) == fn(*args)
+
+
+def test_a_function_reading_its_own_variables_runs_as_jax_jit_runs_it():
+    # `locals()` of converted code would see the generated functions' variables
+    seen = []
+
+    def counts(x):
+        a = 1
+        for i in range(3):
+            a += i
+        seen.append(sorted(locals()))
+        return x * eval("a * 2")
+
+    with pytest.warns(UserWarning, match="`locals\\(\\)`"):
+        got = jax.jit(autograph.convert(counts))(1.0)
+    want = jax.jit(counts)(1.0)
+    # (one trace: the function runs as written, and `jax.jit` keeps its trace)
+    assert seen == [["a", "i", "seen", "x"]] and float(got) == float(want) == 8.0
+
+    def given_its_variables(x):
+        return eval("x + 1", {"x": x}), vars(jnp)["sin"](x)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(jax.jit(autograph.convert(given_its_variables))(1.0)[0]) == 2.0
