@@ -71,11 +71,23 @@ def bounded(x):
 
 
 @pytest.mark.parametrize("fn, says", [
-    (typo, "has no option `max_iterations`"),
-    (negative, "takes an integer of at least 0"),
     (in_a_for_loop, "a `for` loop"),
     (after_other_statements, "not the first statement"),
     (in_an_if, "not the first statement"),
+])
+def test_a_misplaced_loop_option_does_nothing_and_says_so_at_the_users_line(fn, says):
+    # as the plain call does (under plain `jax.jit` too): no working program fails
+    for run in (jax.jit(autograph.convert(fn)), autograph.function(fn)):
+        with pytest.warns(UserWarning, match=says) as info:
+            got = run(jnp.float32(1.0))
+        assert float(got) == pytest.approx(fn(1.0))
+        message = str(info[0].message)
+        assert f"{HERE}:" in message and "configures no loop" in message
+
+
+@pytest.mark.parametrize("fn, says", [
+    (typo, "has no option `max_iterations`"),
+    (negative, "takes an integer of at least 0"),
 ])
 def test_a_wrong_loop_option_is_a_clear_error_at_the_users_line(fn, says):
     for run in (jax.jit(autograph.convert(fn)), autograph.function(fn)):
