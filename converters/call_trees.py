@@ -49,7 +49,7 @@ KEEPS = (Analysis.SCOPES,)  # rewrites calls only: no name is bound or rebound
 # Built-ins the runtime replaces where an argument is traced (`runtime/python/builtins`);
 # equal to its table, as a test checks.
 TRACED_BUILTINS = frozenset({"float", "int", "bool", "complex", "min", "max", "any", "all",
-                             "sorted", "pow", "map", "filter"})
+                             "sorted", "pow", "map", "filter", "isinstance", "type"})
 BUILTIN_NAMES = frozenset(dir(builtins)) - TRACED_BUILTINS
 LIBRARY_ROOTS = frozenset({
     "jnp", "jax", "lax", "np", "numpy", "cmath", "random", "functools",

@@ -604,3 +604,49 @@ def test_python_operand_as_a_value_is_refused_clearly():
     e = _raises(BranchError, lambda: _jitted(and_value, F32(2.0), None, static_argnums=(1,)),
                 and_value, "z = x > 1 and y")
     assert "`and`" in str(e) and "None" in str(e)
+
+
+def _grown_if_positive(x, y):
+    if x > 0:
+        y = y + 1
+    if isinstance(y, int):
+        return x * 100
+    return x
+
+
+def _halvings(x):
+    n = 0
+    while x > 1:
+        x = x / 2
+        n += 1
+    return x, isinstance(n, int), type(n) is int
+
+
+def _scale_kind(x):
+    s = 1.0
+    if x > 0:
+        s = 2.0
+    if type(s) is float and not isinstance(s, jax.Array):
+        return x * s
+    return x
+
+
+@pytest.mark.parametrize("x", [1.0, -1.0, 8.0])
+def test_isinstance_and_type_of_a_python_number_a_staged_block_carried(x):
+    # eagerly `y`, `n`, `s` are Python numbers; staged they are arrays, whose type a
+    # check would see (a branch taken on that, silently, before)
+    conv = jax.jit(autograph.convert(_grown_if_positive), static_argnums=1)
+    assert float(conv(jnp.float32(x), 3)) == _grown_if_positive(x, 3)
+    _, is_int, type_is_int = jax.jit(autograph.convert(_halvings))(jnp.float32(x))
+    assert bool(is_int) and bool(type_is_int)
+    assert float(jax.jit(autograph.convert(_scale_kind))(jnp.float32(x))) == _scale_kind(x)
+
+
+def test_isinstance_and_type_keep_their_meaning_on_arrays_and_classes():
+    def checks(x):
+        made = type("Made", (), {"k": 1})
+        return isinstance(x, jax.Array), type(x) is float, made.k, isinstance(3, (str, int))
+
+    got = jax.jit(lambda x: jnp.stack([jnp.asarray(v) for v in autograph.convert(checks)(x)]))(
+        jnp.float32(1.0))
+    assert [bool(v) for v in got] == [True, False, True, True]

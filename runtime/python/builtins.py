@@ -27,6 +27,9 @@ built-in            operator            with a traced argument
 ``x in c``          :func:`in_`         a traced bool: an array's own ``in``, ``==``
                                         with each item of a list or tuple, or the
                                         arithmetic of a ``range``
+``isinstance``,     :func:`isinstance_`, for an array that is eagerly a Python number
+``type``            :func:`type_`       (one a staged `if` or loop carried), the answer
+                                        for that number: ``isinstance(k, int)``
 ==================  ==================  =============================================
 
 ``abs``, ``round``, ``divmod``, ``sum``, ``len`` and two-argument ``pow``
@@ -55,13 +58,13 @@ import numpy as np
 from autograph import errors
 
 from ..carried import state as st
-from ..core import host_callbacks, run_time_errors
+from ..core import host_callbacks, intervals, run_time_errors
 from ..core.conditions import condition
 from ..core.values import Tracer, branch_guard, describe, is_traced, taken_when
 from ..functions.calls import handed
 
 __all__ = ["float_", "int_", "bool_", "complex_", "min_", "max_", "any_", "all_", "sorted_",
-           "pow_", "map_", "filter_", "in_"]
+           "pow_", "map_", "filter_", "in_", "isinstance_", "type_"]
 
 _MISSING = object()
 
@@ -125,6 +128,55 @@ def float_(*args: Any, **kwargs: Any) -> Any:
         _refuse_complex(x, "float")
         return st.convert(x, _canonical(float), True)
     return builtins.float(*args, **kwargs)
+
+
+def _python_kind(value) -> type | None:
+    """The type of the Python number a traced ``value`` is eagerly (a staged `if` or
+    loop made a tracer of it, see ``intervals.note_python_number``), or None."""
+    if not isinstance(value, Tracer) or intervals.python_number(value) is None:
+        return None
+    dtype = value.dtype
+    if dtype == jnp.bool_:
+        return builtins.bool
+    if jnp.issubdtype(dtype, jnp.integer):
+        return builtins.int
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        return builtins.complex
+    return builtins.float
+
+
+def isinstance_(obj: Any, classinfo: Any) -> bool:
+    """``isinstance(obj, classinfo)``; Python's answer for an array that is eagerly a
+    Python number.
+
+    The semantics are given by this Python implementation::
+
+        return isinstance(obj, classinfo)
+
+    A Python number that a staged `if` or loop carried is a traced array after it
+    (``k = 1``, then ``k = 2`` in a branch on an array): ``isinstance(k, int)`` is
+    True, as eagerly, and ``isinstance(k, jax.Array)`` False.
+    """
+    kind = _python_kind(obj)
+    if kind is None:
+        return builtins.isinstance(obj, classinfo)
+    return builtins.isinstance(kind(), classinfo)
+
+
+def type_(*args: Any, **kwargs: Any) -> Any:
+    """``type(obj)``; the Python number type of an array that is eagerly a Python number.
+
+    The semantics are given by this Python implementation::
+
+        return type(*args, **kwargs)
+
+    As for :func:`isinstance_`: ``type(k) is int`` where ``k`` is eagerly an int.
+    """
+    if len(args) == 1 and not kwargs:
+        kind = _python_kind(args[0])
+        if kind is not None:
+            return kind
+    return builtins.type(*args, **kwargs)
 
 
 def int_(*args: Any, **kwargs: Any) -> Any:
