@@ -24,10 +24,11 @@ _FRAME_READERS = {"locals": 0, "vars": 0, "dir": 0, "eval": 1, "exec": 1}
 
 
 class _Checker(gast.NodeVisitor):
-    def __init__(self, filename: str, directives: Resolver, bound: frozenset = frozenset()):
+    def __init__(self, filename: str, directives: Resolver, function=None):
         self.filename = filename
         self.directives = directives
-        self.bound = bound  # names the function binds: a local `eval` is not the built-in
+        self.function = function
+        self._bound: frozenset | None = None
         self.lifted: set[int] = set()  # the `and`/`or` that `walrus_operands` lifts
 
     def _reject(self, node, rule: str, fix: str, observed: str | None = None):
@@ -132,6 +133,15 @@ class _Checker(gast.NodeVisitor):
                      "after other statements)")
         self.generic_visit(node)
 
+    def bound(self) -> frozenset:
+        """The names the function binds (a local `eval` is not the built-in)."""
+        if self._bound is None:
+            fn = self.function
+            self._bound = frozenset() if fn is None else frozenset(
+                n.id for n in activity.walk(fn) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, (gast.Store, gast.Param))) | activity.param_names(fn.args)
+        return self._bound
+
     def _frame_reader(self, node):
         # `locals()`, `vars()`, `dir()`, `eval(s)`, `exec(s)`: they read the running
         # function's own variables, which in converted code are those of the generated
@@ -139,7 +149,7 @@ class _Checker(gast.NodeVisitor):
         func = node.func
         if not isinstance(func, gast.Name) or func.id not in _FRAME_READERS:
             return
-        if func.id in self.bound or len(node.args) + len(node.keywords) > _FRAME_READERS[func.id]:
+        if func.id in self.bound() or len(node.args) + len(node.keywords) > _FRAME_READERS[func.id]:
             return  # another function of that name, or given the variables to read
         self._reject(
             node, f"`{func.id}()` of the function's own variables is not supported in "
@@ -251,10 +261,8 @@ def check(node: gast.FunctionDef, filename: str, directives: Resolver | None = N
     ``directives`` tells which calls are ``set_loop_options`` (by default,
     found in ``node`` alone, as for a function read from a file).
     """
-    bound = frozenset(n.id for n in activity.walk(node) if isinstance(n, gast.Name)
-                      and isinstance(n.ctx, (gast.Store, gast.Param)))
     checker = _Checker(filename, directives if directives is not None else Resolver(node),
-                       bound | activity.param_names(node.args))
+                       node)
     if isinstance(node, gast.AsyncFunctionDef):
         checker.visit_AsyncFunctionDef(node)
     checker.visit(node.args)  # (a parameter named `ag__`)
