@@ -711,6 +711,15 @@ def _merge(t: _Record, f: _Record, names, exits=()) -> list[NameSpec]:
         if is_undefined(vt) or is_undefined(vf):
             missing = "true" if is_undefined(vt) else "false"
             assigned = "false" if missing == "true" else "true"
+            if _in_a_case():
+                raise errors.BranchError(
+                    "a variable used after a `match` on an array must be set by every case",
+                    observed=f"{_q(name)} is assigned in this `case` but not on the path "
+                             f"where it does not match (no `case _:` assigns it), and "
+                             f"which case matches is only known at run time",
+                    variable=_q(name).strip("`"),
+                    fix=f"initialize {_q(name)} before the `match`, or add a `case _:` "
+                        f"that assigns it")
             raise errors.BranchError(
                 ("an attribute assigned in an array-dependent `if` must be set before it or "
                  "on every branch") if "." in name else
@@ -726,6 +735,13 @@ def _merge(t: _Record, f: _Record, names, exits=()) -> list[NameSpec]:
             leaves.append(_leaf_spec(name, a, b))
         spec.append(NameSpec(tt, leaves))
     return spec
+
+
+def _in_a_case() -> bool:
+    """Whether the staged `if` running is a `case` of a lowered `match` (its line)."""
+    where = errors.current_location()
+    text = getattr(where, "text", None) or ""
+    return text.lstrip().startswith("case ")
 
 
 def _leaf_spec_alone(x) -> LeafSpec:

@@ -896,3 +896,21 @@ def test_rejected(fn, snippet, construct):
         autograph.convert(fn, strict=True)
     assert _where(fn, snippet) in str(e.value)
     assert construct in str(e.value) and "not supported" in str(e.value)
+
+
+def cases_without_a_wildcard(n, x):
+    match n:
+        case 0:
+            y = x
+        case 1:
+            y = x * 2
+    return y
+
+
+def test_a_variable_no_wildcard_assigns_names_the_match_and_the_missing_case():
+    run = jax.jit(autograph.convert(cases_without_a_wildcard))
+    with pytest.raises(errors.BranchError, match="set by every case") as e:
+        run(jnp.int32(1), jnp.float32(1.0))
+    message = str(e.value)
+    assert _where(cases_without_a_wildcard, "case 1") in message
+    assert "`case _:`" in message and "before the `match`" in message and "`if`" not in message
