@@ -142,9 +142,13 @@ class FunctionScopes(Converter):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
-                setattr(node, field, self._block(block))
+                # a block of only a dropped flag (`except KeyError: continue`) is a `pass`
+                # (an `else:` may go; a `finally:` only where a handler stays)
+                lowered = self._block(block)
+                keep = field == "body" or (field == "finalbody" and not node.handlers)
+                setattr(node, field, lowered or ([gast.Pass()] if keep else []))
         for handler in getattr(node, "handlers", None) or ():
-            handler.body = self._block(handler.body)
+            handler.body = self._block(handler.body) or [gast.Pass()]
         return node
 
     def _block(self, stmts):

@@ -1,7 +1,9 @@
 """The `continue` converter: golden output and behaviour."""
 
+import jax
 import numpy as np
 
+import autograph
 from autograph.converters import continue_statements
 from tests.helpers import assert_golden, check_equivalent
 
@@ -242,3 +244,27 @@ def continue_after_state_change(x):
 
 def test_continue_after_update():
     check_equivalent(continue_after_state_change, *[(np.int32(v),) for v in (0, 1, 2, 3, 97)])
+
+
+def continue_in_a_handler(x, d):
+    for _ in range(3):
+        try:
+            x = x + d["step"]
+        except KeyError:
+            continue
+    n = 0
+    while n < 2:
+        n += 1
+        try:
+            x = x * d["scale"]
+        except KeyError:
+            continue
+    return x
+
+
+def test_a_handler_of_only_a_continue_keeps_a_body():
+    # the flag `continue` sets is read nowhere: the handler is left a `pass`
+    # (the conversion raised IndentationError)
+    for d in ({}, {"step": 1.0, "scale": 2.0}):
+        want = continue_in_a_handler(5.0, d)
+        assert float(jax.jit(autograph.convert(continue_in_a_handler))(5.0, d)) == want
