@@ -17,9 +17,9 @@ else (``from numpy import max``) keeps its meaning. So are ``math``'s
 functions (``math.sin(x)`` of a traced ``x`` is ``jnp.sin``; see
 ``runtime/python/math_functions``) and ``operator``'s (``operator.truth``,
 ``operator.not_``: ``bool`` and ``not`` of a traced value). Inside the body of a
-`try` with handlers they stay plain calls: there a handler may catch the
-error ``int(x)`` of a traced ``x`` raises while tracing, as under plain
-``jax.jit``. Calls of autograph's directives (``set_loop_options``, in any
+`try` whose handler catches the error ``int(x)`` of a traced ``x`` raises under
+plain ``jax.jit``, the runtime calls the built-in itself (see
+``runtime/core/handlers``). Calls of autograph's directives (``set_loop_options``, in any
 spelling: found by what the name refers to, see ``directive_calls``) stay as
 written, for the loop passes to read, except one that configures no loop (in a
 ``for`` body, or not leading a ``while`` body): it becomes
@@ -109,15 +109,7 @@ _WRAPPING = frozenset({"partial", "wraps", "update_wrapper", "lru_cache", "cache
 class _Transformer(LocalNamesTransformer):
     def __init__(self, ctx: Context, defs: frozenset = frozenset()):
         super().__init__(ctx)
-        self.catching: list[bool] = [False]  # per function: inside a `try` body with handlers
         self.defs = defs  # the names of the functions the converted function defines
-
-    def visit_FunctionDef(self, node):
-        self.catching.append(False)
-        try:
-            return super().visit_FunctionDef(node)
-        finally:
-            self.catching.pop()
 
     def _function_like(self, arg) -> bool:
         """Whether argument ``arg`` may be a user function: a lambda, a function the
@@ -148,26 +140,9 @@ class _Transformer(LocalNamesTransformer):
         return any(self._function_like(a) for a in node.args) or any(
             self._function_like(k.value) for k in node.keywords)
 
-    def visit_Try(self, node):
-        # the pass rewrites calls inside statements, never a statement itself
-        outer = self.catching[-1]
-        self.catching[-1] = outer or bool(node.handlers)
-        try:
-            for stmt in node.body:
-                self.visit(stmt)
-        finally:
-            self.catching[-1] = outer
-        for stmt in node.handlers + node.orelse + node.finalbody:
-            self.visit(stmt)
-        return node
-
-    visit_TryStar = visit_Try
-
     def _is_library(self, func) -> bool:
         local = self.locals
         if isinstance(func, gast.Name):
-            if func.id in TRACED_BUILTINS and self.catching[-1]:
-                return func.id not in local
             return func.id in BUILTIN_NAMES and func.id not in local
         if isinstance(func, gast.Attribute):
             if func.attr in LIBRARY_METHODS or _is_at_update(func):

@@ -10,7 +10,7 @@ import operator  # generated code names comparisons and in-place operators by th
 from .branches.conditionals import if_exp, if_stmt
 from .branches.logical import and_, not_, or_
 from .core.constructs import Construct
-from .core.handlers import handled_by
+from .core.handlers import as_jit_where_caught, handled_by
 from .core.values import Undefined, UndefinedReturn, ld, outer_assigned
 from .functions import calls
 from .functions.calls import converted_call
@@ -55,12 +55,17 @@ __all__ = [
 for _builtin, _replacement in ((range, range_), (enumerate, enumerate_), (zip, zip_),
                                (reversed, reversed_), (print, print_)):
     calls.register_builtin(_builtin, _replacement)
+# (those whose built-in raises on a traced value under plain `jax.jit` raise so inside
+# a `try` whose handler catches that: see `core.handlers`)
 for _name in builtins.__all__:
     if _name != "in_":
-        calls.register_builtin(getattr(_python, _name[:-1]), getattr(builtins, _name))
+        _builtin, _replacement = getattr(_python, _name[:-1]), getattr(builtins, _name)
+        if _name in builtins.RAISING:
+            _replacement = as_jit_where_caught(_builtin, _replacement)
+        calls.register_builtin(_builtin, _replacement)
 # Python's `math` functions: what they compute on a float, on traced values too
 for _builtin, _replacement in math_functions.TABLE.items():
-    calls.register_builtin(_builtin, _replacement)
+    calls.register_builtin(_builtin, as_jit_where_caught(_builtin, _replacement))
 # `operator.truth(x)` and `operator.not_(x)` are `bool(x)` and `not x`
 calls.register_builtin(operator.truth, builtins.bool_)
 calls.register_builtin(operator.not_, not_)

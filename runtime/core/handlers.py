@@ -5,7 +5,7 @@ traced value raises JAX's error (``TracerBoolConversionError``, a ``TypeError``)
 while tracing, and an ``except`` around it catches that error::
 
     try:                                  ->   try:
-        if x > 0:                                with ag__.handled_by(lambda: (Exception,)):
+        if x > 0:                                with ag__.handled_by((lambda: Exception,)):
             y = 1.0                                  ...
         else:                                  except Exception:
             y = 2.0                                y = 3.0
@@ -36,14 +36,18 @@ from typing import Any, NoReturn
 
 from autograph import errors
 
-_HANDLERS: contextvars.ContextVar[tuple[Callable[[], Any], ...]] = contextvars.ContextVar(
+# per `try` body running, outermost first: its handlers, each the function that
+# evaluates its class (or tuple of classes), or None for one whose expression may
+# do more than look names up (`except which():`), which is not evaluated here
+_Handlers = tuple[Callable[[], Any] | None, ...]
+_HANDLERS: contextvars.ContextVar[tuple[_Handlers, ...]] = contextvars.ContextVar(
     "autograph_handlers", default=())
 
 
 @contextlib.contextmanager
-def handled_by(classes: Callable[[], Any]) -> Iterator[None]:
-    """Marks the body of a `try` whose ``except`` clauses name ``classes()``."""
-    token = _HANDLERS.set(_HANDLERS.get() + (classes,))
+def handled_by(handlers: _Handlers) -> Iterator[None]:
+    """Marks the body of a `try` with these ``except`` clauses, in order."""
+    token = _HANDLERS.set(_HANDLERS.get() + (tuple(handlers),))
     try:
         yield
     finally:
@@ -64,14 +68,25 @@ def _classes(value) -> Iterator[type]:
 
 
 def catching(error: type[BaseException]) -> bool:
-    """Whether an ``except`` around the running code catches ``error``."""
-    for classes in _HANDLERS.get():
-        try:
-            named = classes()
-        except Exception:  # noqa: BLE001 - a name Python would only look up on an error
-            continue
-        if any(issubclass(error, c) for c in _classes(named)):
-            return True
+    """Whether an ``except`` around the running code would see ``error`` raised here.
+
+    Python tries the innermost `try` first, each of its handlers in order, and
+    stops at the first that matches. A handler whose class cannot be evaluated
+    (``except optional_lib.Error:`` where it is None), or that is not evaluated
+    here, counts: raised, the error reaches it, and Python evaluates it, as under
+    ``jax.jit``. A class matches by its bases, as ``except`` matches (not by an
+    ABC's ``register``).
+    """
+    for handlers in reversed(_HANDLERS.get()):
+        for handler in handlers:
+            if handler is None:
+                return True
+            try:
+                named = handler()
+            except Exception:  # noqa: BLE001 - raised as the error reaches it
+                return True
+            if any(c in error.__mro__ for c in _classes(named)):
+                return True
     return False
 
 
@@ -101,14 +116,41 @@ def warn_caught(what: str, error: str = "TracerBoolConversionError") -> None:
 
 def staged(pred, run: Callable[[], Any]) -> Any:
     """``run()``, which stages a construct on the traced condition ``pred``: an
-    error autograph raises there that an ``except`` around it would catch is
+    error raised while staging it (autograph's, or the user's code's on a branch
+    or step Python might never run) that an ``except`` around it would catch is
     raised as JAX's error on ``pred`` instead, from it (see above). (Where the
     handlers catch JAX's error, ``conditions.condition`` raised it already.)"""
     if not active():
         return run()
     try:
         return run()
-    except errors.AutographError as e:
+    except Exception as e:  # noqa: BLE001 - whichever a handler there would catch
+        # autograph's own error, or one the branch not taken raises while it is traced
+        # (`d["missing"]` under `except KeyError:`, which Python would never meet)
         if not catching(type(e)):
             raise
         raise_as_jit(pred, e)
+
+
+def as_jit_where_caught(builtin: Callable, replacement: Callable) -> Callable:
+    """``replacement`` of ``builtin`` (``float``, ``int``, ``math.sqrt``, ...), which
+    gives Python's answer on traced values where plain ``jax.jit`` raises: inside
+    the body of a `try` whose handler would catch what ``builtin`` raises on them,
+    ``builtin`` itself, as under ``jax.jit`` (``try: return float(x) except
+    TypeError: return x``, written in a helper the body calls too)."""
+    from .values import any_traced
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if active() and "key" not in kwargs and any_traced((args, kwargs)):
+            try:
+                return builtin(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - whichever a handler there catches
+                if catching(type(e)):
+                    raise
+        return replacement(*args, **kwargs)
+
+    call.__name__ = getattr(replacement, "__name__", "replacement")
+    call.__qualname__ = getattr(replacement, "__qualname__", call.__name__)
+    call.__doc__ = replacement.__doc__
+    call.__wrapped__ = replacement  # type: ignore[attr-defined]
+    return call

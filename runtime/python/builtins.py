@@ -66,6 +66,11 @@ from ..functions.calls import handed
 __all__ = ["float_", "int_", "bool_", "complex_", "min_", "max_", "any_", "all_", "sorted_",
            "pow_", "map_", "filter_", "in_", "isinstance_", "type_"]
 
+# the operators whose built-in raises on a traced value (and calls nothing of the
+# user's): inside a `try` whose handler catches that, the built-in runs instead
+RAISING = frozenset({"float_", "int_", "bool_", "complex_", "min_", "max_", "any_", "all_",
+                     "pow_"})
+
 _MISSING = object()
 
 

@@ -149,6 +149,14 @@ def assert_(test: Any, message_thunk: Callable[[], Any] | None = None) -> None:
         # an `except` around it catches what plain `jax.jit` raises here
         handlers.warn_caught("the condition of an `assert`")
         handlers.raise_as_jit(test)
+    if handlers.catching(AssertionError):
+        # checked as the program runs, where no `except` catches it: as under `jax.jit`
+        handlers.raise_as_jit(test, errors.BranchError(
+            "an `assert` on an array cannot be caught by `except`",
+            observed="its condition is only known when the program runs, where the "
+                     "`except AssertionError` around it cannot catch it",
+            fix="decide with `jnp.where` or a flag instead of asserting, or make the "
+                "condition a Python value"))
     fields = ()
     loc = errors.current_location()
     if message_thunk is None:

@@ -318,7 +318,7 @@ def test_golden_a_loop_in_a_try_updates_what_it_carries_in_place():
         def f(x):
             i = ag__.Undefined('i')
             try:
-                with ag__.handled_by(lambda: (ValueError,)):
+                with ag__.handled_by((lambda: ValueError,)):
                     def loop_body(i, x_1):
                         nonlocal x
                         x = x_1
