@@ -126,10 +126,17 @@ def staged(pred, run: Callable[[], Any]) -> Any:
         return run()
     except Exception as e:  # noqa: BLE001 - whichever a handler there would catch
         # autograph's own error, or one the branch not taken raises while it is traced
-        # (`d["missing"]` under `except KeyError:`, which Python would never meet)
-        if not catching(type(e)):
+        # (`d["missing"]` under `except KeyError:`, which Python would never meet); not
+        # one the runtime raises for a frame of its own to catch (a loop's staging
+        # attempt given up: `KeyOrderError`, `Outgrows`, ...)
+        if _runtime_signal(e) or not catching(type(e)):
             raise
         raise_as_jit(pred, e)
+
+
+def _runtime_signal(e: BaseException) -> bool:
+    module = type(e).__module__ or ""
+    return module.startswith("autograph.") and module != "autograph.errors"
 
 
 def as_jit_where_caught(builtin: Callable, replacement: Callable) -> Callable:
